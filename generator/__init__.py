@@ -1,0 +1,1 @@
+"""gpumem: a static-site generator for GPU-memory guides for LLMs."""

@@ -1,0 +1,179 @@
+"""The pipeline: load -> validate -> compute -> render -> write."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import compute
+from .errors import BuildError, Problems
+from .load import ContentPage, read_content, read_yaml, snapshot_files
+from .pages import TEMPLATES, Page, plan_pages
+from .records import Catalog, Site
+from .render import Renderer
+from .validate import read_gpus, read_models, read_rules, read_site, read_snapshot
+from .write import WriteSummary, write_site
+
+PROJECT = Path(__file__).resolve().parent.parent
+TEMPLATES_DIR = PROJECT / "templates"
+TRANSLATIONS_DIR = PROJECT / "translations"
+STATIC_DIR = TEMPLATES_DIR / "static"
+
+
+@dataclass(frozen=True)
+class Options:
+    """Where a build reads and writes; defaults are the project's own folders."""
+
+    catalogs: Path = PROJECT / "catalogs"
+    content: Path = PROJECT / "content"
+    prices: Path | None = None
+    out: Path = PROJECT / "site"
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything a build reads, validated."""
+
+    catalog: Catalog
+    site: Site
+    content: dict[tuple[str, str], ContentPage]
+    warnings: tuple[str, ...]
+
+
+def _label(path: Path) -> str:
+    """A path as errors show it: relative to the working folder when it is below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def choose_snapshot(options: Options, problems: Problems) -> tuple[Path | None, tuple[str, ...]]:
+    """The snapshot to build from (newest unless named) and the names of the others."""
+    prices_dir = options.catalogs / "prices"
+    found = snapshot_files(prices_dir)
+    if options.prices is not None:
+        chosen = options.prices
+    elif found:
+        chosen = found[-1]
+    else:
+        problems.add_raw(f"{_label(prices_dir)}: no price snapshot (expected files named like 2026-10-31T16-52Z.yaml)")
+        return None, ()
+    others = tuple(p.stem for p in reversed(found) if p.resolve() != chosen.resolve())
+    return chosen, others
+
+
+def gather(options: Options, now: datetime | None = None) -> Inputs:
+    """Read and validate every input; raise one BuildError listing all problems."""
+    problems = Problems()
+    catalogs = options.catalogs
+    paths = {name: catalogs / f"{name}.yaml" for name in ("models", "gpus", "rules")}
+    raw = {name: read_yaml(path, _label(path), problems) for name, path in paths.items()}
+    models = read_models(raw["models"], _label(paths["models"]), problems) if raw["models"] is not None else ()
+    gpus = read_gpus(raw["gpus"], _label(paths["gpus"]), problems) if raw["gpus"] is not None else ()
+    model_ids = {m.id for m in models} if raw["models"] is not None else None
+    rules = read_rules(raw["rules"], _label(paths["rules"]), problems, model_ids) if raw["rules"] is not None else None
+    snapshot_path, earlier = choose_snapshot(options, problems)
+    snapshot = None
+    if snapshot_path is not None:
+        data = read_yaml(snapshot_path, _label(snapshot_path), problems)
+        gpu_ids = {g.id for g in gpus} if raw["gpus"] is not None else None
+        if data is not None:
+            snapshot = read_snapshot(data, _label(snapshot_path), snapshot_path.stem, problems, gpu_ids)
+    site_path = options.content / "site.yaml"
+    site_data = read_yaml(site_path, _label(site_path), problems)
+    site = read_site(site_data, _label(site_path), problems, TEMPLATES) if site_data is not None else None
+    content = _read_content(options.content, site, problems) if site else {}
+    problems.raise_if_any()
+    catalog = Catalog(models, gpus, rules, snapshot, earlier)
+    warnings = _warnings(catalog, site, now or datetime.now(timezone.utc))
+    if options.strict and warnings:
+        raise BuildError([*warnings, "--strict: warnings are errors"])
+    return Inputs(catalog, site, content, warnings)
+
+
+def _read_content(content_dir: Path, site: Site, problems: Problems) -> dict[tuple[str, str], ContentPage]:
+    """Every page kind's Markdown in every language: content/<lang>/<page key>.md."""
+    found = {}
+    for language in site.languages:
+        for key in TEMPLATES:
+            path = content_dir / language.code / f"{key}.md"
+            page = read_content(path, _label(path), problems)
+            if page is None:
+                continue
+            for field in ("title", "description"):
+                if not isinstance(page.meta.get(field), str):
+                    problems.add(page.path, page.meta.line_of(field), key, field, "missing field (expected text)")
+            found[(language.code, key)] = page
+    return found
+
+
+def _warnings(catalog: Catalog, site: Site, now: datetime) -> tuple[str, ...]:
+    """Things worth saying that do not stop a build (unless --strict)."""
+    age = now - catalog.snapshot.taken_at
+    days = age.total_seconds() / 86400
+    if days > site.stale_after_days:
+        return (
+            f"warning: price snapshot {catalog.snapshot.name} is {days:.0f} days old "
+            f"(older than stale_after_days = {site.stale_after_days:g}); import a newer one",
+        )
+    return ()
+
+
+def render_site(inputs: Inputs) -> dict[str, bytes]:
+    """Every output file, as bytes, computed in memory before anything is written."""
+    catalog, site = inputs.catalog, inputs.site
+    shop = compute.Shop(catalog)
+    guide = compute.main_guide(catalog, shop)
+    pages = plan_pages(site)
+    renderer = Renderer(TEMPLATES_DIR, TRANSLATIONS_DIR, [language.code for language in site.languages])
+    links = {(page.key, page.lang): page.url for page in pages}
+    common: dict[str, Any] = dict(
+        site=site,
+        catalog=catalog,
+        snapshot=catalog.snapshot,
+        shop=shop,
+        guide=guide,
+        fits=compute.fits,
+        url=lambda relative: site.base_path + relative,
+        absolute=lambda relative: site.base_url + relative,
+        link=lambda key, lang: site.base_path + links[(key, lang)],
+    )
+    files: dict[str, bytes] = {}
+    for page in pages:
+        context = {**common, **renderer.language_context(page.lang, catalog.snapshot.currency), "page": page}
+        context["content"] = renderer.content(inputs.content[(page.lang, page.key)], context)
+        files[page.output] = renderer.render(page.template, context).encode()
+    files["index.html"] = renderer.render("root.html", {**common, "pages": pages}).encode()
+    for path in sorted(STATIC_DIR.iterdir()):
+        files[f"assets/{path.name}"] = path.read_bytes()
+    return files
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    summary: WriteSummary
+    seconds: float
+    warnings: tuple[str, ...]
+    pages: int
+
+
+def build(options: Options, now: datetime | None = None) -> BuildResult:
+    """Gather, compute and render everything; only then write the output folder."""
+    started = time.perf_counter()
+    inputs = gather(options, now)
+    files = render_site(inputs)
+    summary = write_site(options.out, files)
+    pages = sum(1 for name in files if name.endswith(".html"))
+    return BuildResult(summary, time.perf_counter() - started, inputs.warnings, pages)
+
+
+def check(options: Options, now: datetime | None = None) -> Inputs:
+    """Validate every input and render every page in memory; write nothing."""
+    inputs = gather(options, now)
+    render_site(inputs)
+    return inputs

@@ -1,0 +1,76 @@
+"""The command line: parses options and calls one pipeline function per command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .build import Options, build, check
+
+PATH = click.Path(path_type=Path)
+
+
+def source_options(command):  # noqa: ANN001, ANN201 - a click decorator
+    """The options every command that reads the inputs shares."""
+    command = click.option("--strict", is_flag=True, help="Treat warnings (an old snapshot) as errors.")(command)
+    command = click.option("--prices", type=PATH, help="Price snapshot file (default: the newest in CATALOGS/prices/).")(command)
+    command = click.option("--content", type=PATH, help="Content folder (default: the project's content/).")(command)
+    command = click.option("--catalogs", type=PATH, help="Folder with models.yaml, gpus.yaml, rules.yaml and prices/.")(command)
+    return command
+
+
+def options_from(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None = None) -> Options:
+    defaults = Options()
+    return Options(
+        catalogs=catalogs or defaults.catalogs,
+        content=content or defaults.content,
+        prices=prices,
+        out=out or defaults.out,
+        strict=strict,
+    )
+
+
+@click.group()
+def main() -> None:
+    """Build the GPU-memory guides from the catalogs, content and a price snapshot."""
+
+
+@main.command("build")
+@source_options
+@click.option("--out", type=PATH, help="Output folder (default: the project's site/).")
+def build_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None) -> None:
+    """Build the site; rewrite only files whose bytes change."""
+    result = build(options_from(catalogs, content, prices, strict, out))
+    for warning in result.warnings:
+        click.echo(warning, err=True)
+    summary = result.summary
+    click.echo(
+        f"{result.pages} pages; {summary.written} files written, {summary.unchanged} unchanged, "
+        f"{summary.removed} removed in {result.seconds:.2f} s"
+    )
+
+
+@main.command("check")
+@source_options
+def check_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool) -> None:
+    """Validate every input and render every page in memory; write nothing."""
+    inputs = check(options_from(catalogs, content, prices, strict))
+    for warning in inputs.warnings:
+        click.echo(warning, err=True)
+    catalog = inputs.catalog
+    click.echo(
+        f"ok: {len(catalog.models)} models, {len(catalog.gpus)} GPUs, snapshot {catalog.snapshot.name} "
+        f"({len(catalog.snapshot.offers)} machines, {catalog.snapshot.gpu_count} GPUs)"
+    )
+
+
+@main.command("serve")
+@source_options
+@click.option("--out", type=PATH, help="Output folder (default: the project's site/).")
+@click.option("--port", type=int, default=8000, show_default=True)
+def serve_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None, port: int) -> None:
+    """Preview the site on 127.0.0.1, rebuilding when a source file changes."""
+    from .serve import serve
+
+    serve(options_from(catalogs, content, prices, strict, out), port)

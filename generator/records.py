@@ -1,0 +1,179 @@
+"""Typed records passed between the pipeline's stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class Attention:
+    """How a model's layers keep keys and values: full, sliding-window or MLA."""
+
+    kind: str = "full"
+    window: int = 0
+    sliding_layers: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+
+
+FULL_ATTENTION = Attention()
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """The numbers of a transformer that decide its key-value cache and GPU split."""
+
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    attention: Attention = FULL_ATTENTION
+
+
+@dataclass(frozen=True)
+class Model:
+    """One catalog model."""
+
+    id: str
+    name: str
+    family: str
+    size_label: str
+    params_b: float
+    active_params_b: float | None
+    hidden: int
+    native_context: int
+    arch: Architecture
+    license: str
+    source: str
+    notes: str = ""
+
+    @property
+    def is_moe(self) -> bool:
+        return self.active_params_b is not None
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One catalog GPU."""
+
+    id: str
+    name: str
+    full_name: str
+    vendor: str
+    memory_gb: float
+    memory_type: str
+    bandwidth_tb_s: float
+    form_factor: str
+    interconnect: str
+    fp8: bool
+    year: int
+    aliases: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class SizeClass:
+    """A row of the guide tables: a nominal size and its representative model."""
+
+    label: str
+    size_b: float
+    model: str
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Every constant of the memory math and the GPU choice (catalogs/rules.yaml)."""
+
+    precisions: dict[str, float]
+    kv_precisions: dict[str, float]
+    serving_margin: float
+    runtime_overhead: float
+    runtime_overhead_low: float
+    full_bytes: float
+    full_parts: dict[str, float]
+    full_example_params_b: float
+    full_hf_bytes: float
+    full_hf_parts: dict[str, float]
+    lora_base_precision: str
+    lora_margin: float
+    qlora_bytes: float
+    qlora_example_params_b: float
+    qlora_example_gpu_gb: float
+    gpu_counts: tuple[int, ...]
+    min_free_fraction: float
+    comfortable_requests: int
+    fit_context: int
+    size_classes: tuple[SizeClass, ...]
+    serving_precisions: tuple[str, ...]
+    fine_tuning_methods: tuple[str, ...]
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One machine on the marketplace: n GPUs of one model at a price per GPU-hour."""
+
+    machine: str
+    gpu: str
+    gpus: int
+    price_per_gpu_hour: float
+    country: str
+    form_factor: str
+    interconnect: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The marketplace's offers at one moment."""
+
+    name: str
+    taken_at: datetime
+    currency: str
+    source: str
+    offers: tuple[Offer, ...]
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(offer.gpus for offer in self.offers)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Everything a build reads, validated."""
+
+    models: tuple[Model, ...]
+    gpus: tuple[Gpu, ...]
+    rules: Rules
+    snapshot: Snapshot
+    earlier_snapshots: tuple[str, ...] = ()
+
+    def model(self, model_id: str) -> Model:
+        return next(m for m in self.models if m.id == model_id)
+
+    def gpu(self, gpu_id: str) -> Gpu:
+        return next(g for g in self.gpus if g.id == gpu_id)
+
+
+@dataclass(frozen=True)
+class Language:
+    """One language of the site."""
+
+    code: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Site:
+    """The site configuration (content/site.yaml): languages, base URL and routes."""
+
+    base_url: str
+    languages: tuple[Language, ...]
+    routes: dict[str, dict[str, str]]
+    stale_after_days: float
+
+    @property
+    def base_path(self) -> str:
+        """The path part of the base URL, '/' for a site served from a host's root."""
+        rest = self.base_url.split("://", 1)[-1]
+        return "/" + rest.split("/", 1)[1] if "/" in rest else "/"

@@ -1,0 +1,153 @@
+"""Stage 4: turn pages and their precomputed figures into HTML, per language.
+
+Formats numbers, prices and dates with Babel and translates interface strings
+through gettext catalogs; never computes memory.
+"""
+
+from __future__ import annotations
+
+import gettext
+import io
+import re
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import markdown
+from babel.dates import format_date, format_time
+from babel.lists import format_list
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+from babel.numbers import format_currency, format_decimal, format_percent
+from markupsafe import Markup, escape
+
+from .errors import BuildError
+from .load import ContentPage
+
+
+class Formats:
+    """Numbers, prices and dates written the way the page's language writes them."""
+
+    def __init__(self, lang: str, currency: str) -> None:
+        self.lang, self.currency = lang, currency
+
+    def number(self, value: float, digits: int = 0) -> str:
+        pattern = "#,##0" + ("." + "#" * digits if digits else "")
+        return format_decimal(value, format=pattern, locale=self.lang)
+
+    def gb(self, value: float) -> str:
+        """Decimal gigabytes with at most one decimal: '1.120 GB', '42,9 GB'."""
+        return f"{self.number(value, 1)}\u00a0GB"
+
+    def money(self, value: float) -> str:
+        return format_currency(value, self.currency, locale=self.lang)
+
+    def percent(self, value: float) -> str:
+        return format_percent(value, locale=self.lang)
+
+    def date(self, moment: datetime) -> str:
+        return format_date(moment, "medium", locale=self.lang)
+
+    def time(self, moment: datetime) -> str:
+        return format_time(moment, "HH:mm", locale=self.lang)
+
+    def either(self, names: Iterable[str]) -> str:
+        """'L40S, RTX 6000 Ada or RTX A6000' in the page's language."""
+        return format_list(list(names), style="or", locale=self.lang)
+
+    def both(self, names: Iterable[str]) -> str:
+        return format_list(list(names), locale=self.lang)
+
+
+def load_translations(translations_dir: Path, lang: str) -> gettext.NullTranslations:
+    """A language's gettext catalog, compiled from its .po file in memory."""
+    path = translations_dir / lang / "LC_MESSAGES" / "messages.po"
+    with path.open("rb") as handle:
+        catalog = read_po(handle, locale=lang)
+    compiled = io.BytesIO()
+    write_mo(compiled, catalog)
+    compiled.seek(0)
+    return gettext.GNUTranslations(compiled)
+
+
+def gettext_functions(translations: gettext.NullTranslations) -> dict[str, Callable[..., Markup]]:
+    """`_` and `ngettext` for templates: translated, escaped, then filled with %(name)s values."""
+
+    def _(message: str, **values: Any) -> Markup:
+        return escape(translations.gettext(message)) % values if values else escape(translations.gettext(message))
+
+    def ngettext(singular: str, plural: str, n: int, **values: Any) -> Markup:
+        return escape(translations.ngettext(singular, plural, n)) % {"num": n, **values}
+
+    return {"_": _, "ngettext": ngettext}
+
+
+BLANK_LINES = re.compile(r"\n\s*\n")
+
+
+@dataclass(frozen=True)
+class Content:
+    """A content page rendered: title, description, body HTML and FAQ items."""
+
+    title: str
+    description: str
+    body: Markup
+    faq: tuple[tuple[Markup, Markup], ...]
+
+
+class Renderer:
+    """One Jinja environment; a page is rendered with its language's formats and strings."""
+
+    def __init__(self, templates_dir: Path, translations_dir: Path, languages: Iterable[str]) -> None:
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(templates_dir),
+            autoescape=True,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            undefined=jinja2.StrictUndefined,
+        )
+        self.env.filters["compact"] = lambda html: Markup(BLANK_LINES.sub("\n", str(html)).strip())
+        self.strings = {lang: gettext_functions(load_translations(translations_dir, lang)) for lang in languages}
+        self.markdown = markdown.Markdown(extensions=["toc"], output_format="html")
+
+    def render(self, template: str, context: dict[str, Any]) -> str:
+        return self.env.get_template(template).render(context)
+
+    def language_context(self, lang: str, currency: str) -> dict[str, Any]:
+        return {"lang": lang, "f": Formats(lang, currency), **self.strings[lang]}
+
+    def content(self, page: ContentPage, context: dict[str, Any]) -> Content:
+        """Fill a Markdown page's placeholders with the build's figures, then convert it."""
+        meta = page.meta
+        body = self._fill(page, page.body, page.body_line, context)
+        faq = tuple(
+            (Markup(self._fill(page, item["q"], item.line, context).strip()), self._markdown(self._fill(page, item["a"], item.line, context)))
+            for item in meta.get("faq", ())
+        )
+        return Content(
+            title=self._fill(page, meta["title"], meta.line_of("title"), context).strip(),
+            description=self._fill(page, meta["description"], meta.line_of("description"), context).strip(),
+            body=self._markdown(body),
+            faq=faq,
+        )
+
+    def _markdown(self, source: str) -> Markup:
+        self.markdown.reset()
+        return Markup(self.markdown.convert(source))
+
+    def _fill(self, page: ContentPage, source: str, line: int, context: dict[str, Any]) -> str:
+        """Render Jinja placeholders in content; errors name the content file and line."""
+        padding = "{% import '_macros.html' as m with context %}" + "\n" * (line - 1)
+        try:
+            code = self.env.compile(padding + source, name=page.path, filename=page.path)
+            return self.env.template_class.from_code(self.env, code, self.env.globals).render(context)
+        except jinja2.TemplateSyntaxError as error:
+            raise BuildError([f"{page.path}:{error.lineno}: template: {error.message}"]) from None
+        except (jinja2.UndefinedError, TypeError, KeyError, AttributeError, StopIteration) as error:
+            frames = [f.lineno for f in traceback.extract_tb(error.__traceback__) if f.filename == page.path]
+            where = f"{page.path}:{frames[-1]}" if frames else page.path
+            raise BuildError([f"{where}: template: {error or type(error).__name__}"]) from None

@@ -1,0 +1,579 @@
+"""Stage 2: turn parsed YAML into typed records, reporting every problem at once."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import Problems
+from .load import LineDict
+from .records import (
+    Architecture,
+    Attention,
+    Gpu,
+    Language,
+    Model,
+    Offer,
+    Rules,
+    Site,
+    SizeClass,
+    Snapshot,
+)
+
+
+class Invalid(Exception):
+    """A value that does not fit its field; the text says what was expected."""
+
+
+def describe(value: Any) -> str:
+    return "nothing" if value is None else repr(value)
+
+
+def positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise Invalid(f"expected a positive integer, got {describe(value)}")
+    return value
+
+
+def positive_number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise Invalid(f"expected a positive number, got {describe(value)}")
+    if value == float("inf"):
+        raise Invalid(f"expected a finite number, got {describe(value)}")
+    return float(value)
+
+
+def fraction(value: Any) -> float:
+    number = positive_number(value)
+    if number >= 1:
+        raise Invalid(f"expected a fraction between 0 and 1, got {describe(value)}")
+    return number
+
+
+def text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid(f"expected text, got {describe(value)}")
+    return value.strip()
+
+
+SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def slug(value: Any) -> str:
+    if not isinstance(value, str) or not SLUG.match(value):
+        raise Invalid(f"expected an id of lowercase letters, digits, '.', '-' or '_', got {describe(value)}")
+    return value
+
+
+def url(value: Any) -> str:
+    if not isinstance(value, str) or not re.match(r"^https?://\S+$", value):
+        raise Invalid(f"expected a URL starting with https://, got {describe(value)}")
+    return value
+
+
+def boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise Invalid(f"expected true or false, got {describe(value)}")
+    return value
+
+
+def text_list(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise Invalid(f"expected a list of names, got {describe(value)}")
+    return tuple(text(item) for item in value)
+
+
+def utc_time(value: Any) -> datetime:
+    """A time with its zone (YAML may already have parsed it); naive YAML times are UTC."""
+    expected = "expected a UTC time like 2026-10-31T16:52:00Z"
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise Invalid(f"{expected}, got {describe(value)}") from None
+    else:
+        raise Invalid(f"{expected}, got {describe(value)}")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+def one_of(names: Iterable[str], what: str) -> Callable[[Any], str]:
+    choices = sorted(names)
+
+    def check(value: Any) -> str:
+        if value not in choices:
+            listed = ", ".join(choices[:-1]) + " or " + choices[-1] if len(choices) > 1 else choices[0]
+            raise Invalid(f"unknown {what} {describe(value)} (expected {listed})")
+        return value
+
+    return check
+
+
+class Entry:
+    """Reads the fields of one YAML mapping and reports each problem with its line."""
+
+    def __init__(self, problems: Problems, path: str, data: LineDict, ident: str, prefix: str = "") -> None:
+        self.problems, self.path, self.data, self.ident, self.prefix = problems, path, data, ident, prefix
+        self.failed = False
+        for key, line in data.duplicate_keys:
+            self.report(line, key, "given twice in the same entry")
+
+    def report(self, line: int, name: Any, message: str) -> None:
+        self.failed = True
+        self.problems.add(self.path, line, self.ident, f"{self.prefix}{name}", message)
+
+    def get(self, name: str, kind: Callable[[Any], Any], *, required: bool = True, default: Any = None) -> Any:
+        if name not in self.data:
+            if required:
+                expected = _expectation(kind)
+                self.report(self.data.line, name, f"missing field{expected}")
+            return default
+        try:
+            return kind(self.data[name])
+        except Invalid as error:
+            self.report(self.data.line_of(name), name, str(error))
+            return default
+
+    def section(self, name: str, *, required: bool = True) -> Entry | None:
+        """A nested mapping, read with the same id and a dotted field name."""
+        value = self.data.get(name)
+        if isinstance(value, LineDict):
+            child = Entry(self.problems, self.path, value, self.ident, f"{self.prefix}{name}.")
+            return child
+        if name in self.data:
+            self.report(self.data.line_of(name), name, f"expected a mapping of fields, got {describe(value)}")
+        elif required:
+            self.report(self.data.line, name, "missing field")
+        self.failed = True
+        return None
+
+    def check_keys(self, known: Iterable[str]) -> None:
+        known = list(known)
+        for key in self.data:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else f" (expected one of: {', '.join(known)})"
+                self.report(self.data.line_of(key), key, f"unknown field{hint}")
+
+
+_EXPECTATIONS = {
+    positive_int: " (expected a positive integer)",
+    positive_number: " (expected a positive number)",
+    fraction: " (expected a fraction between 0 and 1)",
+    text: " (expected text)",
+    slug: " (expected an id)",
+    url: " (expected a URL)",
+    boolean: " (expected true or false)",
+    text_list: " (expected a list of names)",
+    utc_time: " (expected a UTC time like 2026-10-31T16:52:00Z)",
+}
+
+
+def _expectation(kind: Callable[[Any], Any]) -> str:
+    return _EXPECTATIONS.get(kind, "")
+
+
+def entries(data: Any, key: str, path: str, problems: Problems) -> list[tuple[LineDict, str]]:
+    """The mappings listed under a file's top-level key, each with the id it reports under."""
+    if not isinstance(data, LineDict):
+        problems.add_raw(f"{path}:1: {key}: expected a mapping with a '{key}' list")
+        return []
+    for extra in data:
+        if extra != key:
+            problems.add(path, data.line_of(extra), "file", str(extra), f"unknown field (expected only '{key}')")
+    items = data.get(key)
+    if not isinstance(items, list) or not items:
+        problems.add(path, data.line_of(key), "file", key, f"expected a non-empty list, got {describe(items)}")
+        return []
+    found = []
+    for index, item in enumerate(items, start=1):
+        if not isinstance(item, LineDict):
+            problems.add(path, data.line_of(key), f"entry {index}", key, f"expected a mapping of fields, got {describe(item)}")
+            continue
+        ident = item.get("id") if isinstance(item.get("id"), str) else f"entry {index}"
+        found.append((item, ident))
+    return found
+
+
+def unique(entry: Entry, name: str, value: Any, seen: dict[Any, int]) -> None:
+    """Report a value that an earlier entry of the same file already used."""
+    if value is None:
+        return
+    if value in seen:
+        entry.report(entry.data.line_of(name), name, f"duplicate {name} {describe(value)} (first on line {seen[value]})")
+    else:
+        seen[value] = entry.data.line_of(name)
+
+
+MODEL_FIELDS = (
+    "id name family size_label params_b active_params_b layers hidden heads kv_heads head_dim "
+    "native_context attention license source notes"
+).split()
+ATTENTION_FIELDS = {
+    "full": ("kind",),
+    "sliding": ("kind", "window", "sliding_layers"),
+    "mla": ("kind", "kv_lora_rank", "qk_rope_head_dim"),
+}
+
+
+def read_models(data: Any, path: str, problems: Problems) -> tuple[Model, ...]:
+    """models.yaml: one typed Model per entry."""
+    models, seen = [], {}
+    for item, ident in entries(data, "models", path, problems):
+        entry = Entry(problems, path, item, ident)
+        entry.check_keys(MODEL_FIELDS)
+        model_id = entry.get("id", slug)
+        unique(entry, "id", model_id, seen)
+        params = entry.get("params_b", positive_number)
+        active = entry.get("active_params_b", positive_number, required=False)
+        if params and active and active > params:
+            entry.report(item.line_of("active_params_b"), "active_params_b", f"{active} is more than params_b ({params})")
+        layers = entry.get("layers", positive_int)
+        heads = entry.get("heads", positive_int)
+        kv_heads = entry.get("kv_heads", positive_int)
+        if heads and kv_heads and heads % kv_heads:
+            entry.report(item.line_of("kv_heads"), "kv_heads", f"{kv_heads} does not divide heads ({heads})")
+        attention = read_attention(entry, layers)
+        fields = dict(
+            name=entry.get("name", text),
+            family=entry.get("family", text),
+            size_label=entry.get("size_label", text),
+            hidden=entry.get("hidden", positive_int),
+            native_context=entry.get("native_context", positive_int),
+            license=entry.get("license", text),
+            source=entry.get("source", url),
+            notes=entry.get("notes", text, required=False, default=""),
+        )
+        head_dim = entry.get("head_dim", positive_int)
+        if not entry.failed:
+            arch = Architecture(layers, heads, kv_heads, head_dim, attention)
+            models.append(Model(id=model_id, params_b=params, active_params_b=active, arch=arch, **fields))
+    return tuple(models)
+
+
+def read_attention(entry: Entry, layers: int | None) -> Attention:
+    """The attention block: its kind and the numbers that kind needs."""
+    section = entry.section("attention")
+    if section is None:
+        return Attention()
+    kind = section.get("kind", one_of(ATTENTION_FIELDS, "attention kind"))
+    if kind is None:
+        entry.failed = True
+        return Attention()
+    section.check_keys(ATTENTION_FIELDS[kind])
+    numbers = {name: section.get(name, positive_int) for name in ATTENTION_FIELDS[kind][1:]}
+    sliding = numbers.get("sliding_layers")
+    if sliding and layers and sliding > layers:
+        section.report(section.data.line_of("sliding_layers"), "sliding_layers", f"{sliding} is more than layers ({layers})")
+    entry.failed = entry.failed or section.failed
+    return Attention(kind=kind, **{k: v or 0 for k, v in numbers.items()})
+
+
+GPU_FIELDS = (
+    "id name full_name vendor memory_gb memory_type bandwidth_tb_s form_factor interconnect fp8 year aliases source"
+).split()
+
+
+def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
+    """gpus.yaml: one typed Gpu per entry; ids and aliases are unique across the file."""
+    gpus, seen, names = [], {}, {}
+    for item, ident in entries(data, "gpus", path, problems):
+        entry = Entry(problems, path, item, ident)
+        entry.check_keys(GPU_FIELDS)
+        gpu_id = entry.get("id", slug)
+        unique(entry, "id", gpu_id, seen)
+        aliases = entry.get("aliases", text_list, default=())
+        for alias in aliases or ():
+            unique(entry, "aliases", alias.lower(), names)
+        fields = dict(
+            name=entry.get("name", text),
+            full_name=entry.get("full_name", text),
+            vendor=entry.get("vendor", text),
+            memory_gb=entry.get("memory_gb", positive_number),
+            memory_type=entry.get("memory_type", text),
+            bandwidth_tb_s=entry.get("bandwidth_tb_s", positive_number),
+            form_factor=entry.get("form_factor", text),
+            interconnect=entry.get("interconnect", text),
+            fp8=entry.get("fp8", boolean),
+            year=entry.get("year", positive_int),
+            source=entry.get("source", url),
+        )
+        if not entry.failed:
+            gpus.append(Gpu(id=gpu_id, aliases=aliases, **fields))
+    return tuple(gpus)
+
+
+RULE_SECTIONS = (
+    "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
+    "serving_precisions fine_tuning_methods"
+).split()
+FINE_TUNING_METHODS = ("qlora", "lora", "full", "full_hf")
+
+
+def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | None) -> Rules | None:
+    """rules.yaml: every constant with its source; names it refers to must exist."""
+    if not isinstance(data, LineDict):
+        problems.add_raw(f"{path}:1: rules: expected a mapping of sections")
+        return None
+    top = Entry(problems, path, data, "rules")
+    top.check_keys(RULE_SECTIONS)
+    sources: dict[str, str] = {}
+    precisions = _byte_table(top, "precisions", sources)
+    kv_precisions = _byte_table(top, "kv_precisions", sources)
+    serving = _section(top, "serving")
+    margin = _sourced(serving, "margin", ("value", "source"), sources)
+    overhead = _sourced(serving, "runtime_overhead", ("value", "low", "source"), sources)
+    tuning = _section(top, "fine_tuning")
+    tuning.check_keys(FINE_TUNING_METHODS)
+    full = _sourced(tuning, "full", ("bytes_per_param", "parts", "example_params_b", "source"), sources)
+    full_hf = _sourced(tuning, "full_hf", ("bytes_per_param", "parts", "source"), sources)
+    lora = _sourced(tuning, "lora", ("base_precision", "margin", "source"), sources)
+    qlora = _sourced(tuning, "qlora", ("bytes_per_param", "example_params_b", "example_gpu_gb", "source"), sources)
+    counts = _sourced(top, "gpu_counts", ("values", "source"), sources)
+    fit = _sourced(top, "fit", ("min_free_fraction", "comfortable_requests", "context", "source"), sources)
+    known = set(precisions or ())
+    values = dict(
+        serving_margin=margin and margin.get("value", fraction),
+        runtime_overhead=overhead and overhead.get("value", fraction),
+        runtime_overhead_low=overhead and overhead.get("low", fraction),
+        full_bytes=full and full.get("bytes_per_param", positive_number),
+        full_parts=full and _parts(full),
+        full_example_params_b=full and full.get("example_params_b", positive_number),
+        full_hf_bytes=full_hf and full_hf.get("bytes_per_param", positive_number),
+        full_hf_parts=full_hf and _parts(full_hf),
+        lora_base_precision=lora and lora.get("base_precision", one_of(known, "precision")),
+        lora_margin=lora and lora.get("margin", fraction),
+        qlora_bytes=qlora and qlora.get("bytes_per_param", positive_number),
+        qlora_example_params_b=qlora and qlora.get("example_params_b", positive_number),
+        qlora_example_gpu_gb=qlora and qlora.get("example_gpu_gb", positive_number),
+        gpu_counts=counts and _counts(counts),
+        min_free_fraction=fit and fit.get("min_free_fraction", fraction),
+        comfortable_requests=fit and fit.get("comfortable_requests", positive_int),
+        fit_context=fit and fit.get("context", positive_int),
+        size_classes=_size_classes(top, model_ids),
+        serving_precisions=_name_list(top, "serving_precisions", known, "precision"),
+        fine_tuning_methods=_name_list(top, "fine_tuning_methods", ("qlora", "lora", "full"), "method"),
+    )
+    if top.failed or any(value is None for value in values.values()):
+        return None
+    return Rules(precisions=precisions, kv_precisions=kv_precisions, sources=sources, **values)
+
+
+def _section(parent: Entry, name: str) -> Entry:
+    section = parent.section(name)
+    return section if section is not None else Entry(parent.problems, parent.path, LineDict(), parent.ident, name + ".")
+
+
+def _sourced(parent: Entry, name: str, fields: tuple[str, ...], sources: dict[str, str]) -> Entry | None:
+    """A constant's block: its fields and a source, which is recorded by name."""
+    section = parent.section(name)
+    if section is None:
+        return None
+    section.check_keys(fields)
+    source = section.get("source", text)
+    if source:
+        sources[f"{parent.prefix}{name}"] = source
+    return section
+
+
+def _byte_table(top: Entry, name: str, sources: dict[str, str]) -> dict[str, float] | None:
+    section = top.section(name)
+    if section is None:
+        return None
+    table = {}
+    for precision in section.data:
+        block = _sourced(section, str(precision), ("bytes", "source"), sources)
+        value = block.get("bytes", positive_number) if block else None
+        if value is not None:
+            table[str(precision)] = value
+    top.failed = top.failed or section.failed
+    return table if not section.failed else None
+
+
+def _parts(section: Entry) -> dict[str, float] | None:
+    parts = section.section("parts")
+    if parts is None:
+        return None
+    parts.check_keys(("weights", "gradients", "optimizer"))
+    values = {name: parts.get(name, positive_number) for name in ("weights", "gradients", "optimizer")}
+    total = section.data.get("bytes_per_param")
+    if not parts.failed and isinstance(total, (int, float)) and sum(values.values()) != total:
+        parts.report(parts.data.line, "", f"parts add up to {sum(values.values())}, not bytes_per_param ({total})")
+    section.failed = section.failed or parts.failed
+    return None if parts.failed else values
+
+
+def _counts(section: Entry) -> tuple[int, ...] | None:
+    values = section.data.get("values")
+    if not isinstance(values, list) or not values:
+        section.report(section.data.line_of("values"), "values", f"expected a list of GPU counts, got {describe(values)}")
+        return None
+    try:
+        counts = tuple(sorted({positive_int(v) for v in values}))
+    except Invalid as error:
+        section.report(section.data.line_of("values"), "values", str(error))
+        return None
+    return counts
+
+
+def _name_list(top: Entry, name: str, known: Iterable[str], what: str) -> tuple[str, ...] | None:
+    """A list of names that must each be defined elsewhere (a precision, a method)."""
+    values = top.data.get(name)
+    if not isinstance(values, list) or not values:
+        top.report(top.data.line_of(name), name, f"expected a list of {what} names, got {describe(values)}")
+        return None
+    check = one_of(known, what)
+    names = []
+    for value in values:
+        try:
+            names.append(check(value))
+        except Invalid as error:
+            top.report(top.data.line_of(name), name, str(error))
+    return tuple(names) if len(names) == len(values) else None
+
+
+def _size_classes(top: Entry, model_ids: set[str] | None) -> tuple[SizeClass, ...] | None:
+    items = top.data.get("size_classes")
+    if not isinstance(items, list) or not items:
+        top.report(top.data.line_of("size_classes"), "size_classes", f"expected a list of size classes, got {describe(items)}")
+        return None
+    classes = []
+    for item in items:
+        if not isinstance(item, LineDict):
+            top.report(top.data.line_of("size_classes"), "size_classes", f"expected a mapping, got {describe(item)}")
+            continue
+        entry = Entry(top.problems, top.path, item, f"size class {item.get('label', '?')}", "size_classes.")
+        entry.check_keys(("label", "size_b", "model"))
+        label, size, model = entry.get("label", text), entry.get("size_b", positive_number), entry.get("model", slug)
+        if model and model_ids is not None and model not in model_ids:
+            entry.report(item.line_of("model"), "model", f"unknown model {describe(model)} (not in models.yaml)")
+        if entry.failed:
+            top.failed = True
+        else:
+            classes.append(SizeClass(label, size, model))
+    return tuple(classes) if not top.failed else None
+
+
+OFFER_FIELDS = ("machine", "gpu", "gpus", "price_per_gpu_hour", "country", "form_factor", "interconnect")
+SNAPSHOT_FIELDS = ("taken_at", "currency", "source", "offers")
+
+
+def read_snapshot(data: Any, path: str, name: str, problems: Problems, gpu_ids: set[str] | None) -> Snapshot | None:
+    """A price snapshot: when it was taken and its offers, each on a known GPU."""
+    if not isinstance(data, LineDict):
+        problems.add_raw(f"{path}:1: snapshot: expected a mapping with taken_at, currency, source and offers")
+        return None
+    top = Entry(problems, path, data, "snapshot")
+    top.check_keys(SNAPSHOT_FIELDS)
+    taken_at = top.get("taken_at", utc_time)
+    currency = top.get("currency", _currency)
+    source = top.get("source", text)
+    items = data.get("offers")
+    if "offers" in data and (items is None or items == []):
+        top.report(data.line_of("offers"), "offers", "no offers (a snapshot needs at least one)")
+        items = []
+    elif "offers" not in data:
+        top.report(data.line, "offers", "missing field (expected a list of offers)")
+        items = []
+    elif not isinstance(items, list):
+        top.report(data.line_of("offers"), "offers", f"expected a list of offers, got {describe(items)}")
+        items = []
+    offers, seen = [], {}
+    for index, item in enumerate(items, start=1):
+        offer = _read_offer(item, index, top, seen, gpu_ids)
+        if offer:
+            offers.append(offer)
+    if top.failed or len(offers) != len(items):
+        return None
+    return Snapshot(name=name, taken_at=taken_at, currency=currency, source=source, offers=tuple(offers))
+
+
+def _read_offer(item: Any, index: int, top: Entry, seen: dict[Any, int], gpu_ids: set[str] | None) -> Offer | None:
+    if not isinstance(item, LineDict):
+        top.report(top.data.line_of("offers"), f"offers[{index}]", f"expected a mapping, got {describe(item)}")
+        return None
+    ident = item.get("machine") if isinstance(item.get("machine"), str) else f"offer {index}"
+    entry = Entry(top.problems, top.path, item, str(ident))
+    entry.check_keys(OFFER_FIELDS)
+    machine = entry.get("machine", text)
+    unique(entry, "machine", machine, seen)
+    gpu = entry.get("gpu", text)
+    if gpu and gpu_ids is not None and gpu not in gpu_ids:
+        entry.report(item.line_of("gpu"), "gpu", f"unknown GPU {describe(gpu)} (not in gpus.yaml)")
+    fields = dict(
+        gpus=entry.get("gpus", positive_int),
+        price_per_gpu_hour=entry.get("price_per_gpu_hour", positive_number),
+        country=entry.get("country", text),
+        form_factor=entry.get("form_factor", text),
+        interconnect=entry.get("interconnect", text),
+    )
+    if entry.failed:
+        top.failed = True
+        return None
+    return Offer(machine=machine, gpu=gpu, **fields)
+
+
+def _currency(value: Any) -> str:
+    if not isinstance(value, str) or not re.match(r"^[A-Z]{3}$", value):
+        raise Invalid(f"expected a three-letter currency code like USD, got {describe(value)}")
+    return value
+
+
+SITE_FIELDS = ("base_url", "languages", "stale_after_days", "routes")
+
+
+def read_site(data: Any, path: str, problems: Problems, page_keys: Iterable[str]) -> Site | None:
+    """content/site.yaml: base URL, languages and each page's path per language."""
+    if not isinstance(data, LineDict):
+        problems.add_raw(f"{path}:1: site: expected a mapping of settings")
+        return None
+    top = Entry(problems, path, data, "site")
+    top.check_keys(SITE_FIELDS)
+    base_url = top.get("base_url", url)
+    if base_url and not base_url.endswith("/"):
+        top.report(data.line_of("base_url"), "base_url", f"expected a URL ending with '/', got {describe(base_url)}")
+    stale = top.get("stale_after_days", positive_number)
+    languages = []
+    for item in data.get("languages") or []:
+        if not isinstance(item, LineDict):
+            top.report(data.line_of("languages"), "languages", f"expected a mapping with code and name, got {describe(item)}")
+            continue
+        entry = Entry(problems, path, item, "site", "languages.")
+        entry.check_keys(("code", "name"))
+        code, name = entry.get("code", slug), entry.get("name", text)
+        top.failed = top.failed or entry.failed
+        if code and name:
+            languages.append(Language(code, name))
+    if not languages:
+        top.report(data.line_of("languages"), "languages", "expected a list of languages with code and name")
+    codes = [language.code for language in languages]
+    routes_entry = top.section("routes")
+    routes: dict[str, dict[str, str]] = {}
+    if routes_entry is not None:
+        routes_entry.check_keys(page_keys)
+        for key in page_keys:
+            route = routes_entry.section(key)
+            if route is None:
+                continue
+            route.check_keys(codes)
+            paths = {code: route.get(code, _route_path) for code in codes}
+            routes[key] = {code: value for code, value in paths.items() if value is not None}
+        top.failed = top.failed or routes_entry.failed
+    if top.failed:
+        return None
+    return Site(base_url, tuple(languages), routes, stale)
+
+
+def _route_path(value: Any) -> str:
+    """A page's path below its language folder: '' for the language's home, else slugs joined by '/'."""
+    if value == "":
+        return ""
+    if not isinstance(value, str) or not all(SLUG.match(part) for part in value.split("/")):
+        raise Invalid(f"expected a path of lowercase slugs joined by '/', got {describe(value)}")
+    return value

@@ -1,0 +1,76 @@
+"""Stage 5, the only code that touches the output folder."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BuildError
+
+MARKER = ".gpumem-site"
+
+
+@dataclass(frozen=True)
+class WriteSummary:
+    written: int
+    unchanged: int
+    removed: int
+
+
+def _target(root: Path, relative: str) -> Path:
+    """The file's path, refusing anything that would land outside the output folder."""
+    target = (root / relative).resolve()
+    if root != target and root not in target.parents:
+        raise BuildError([f"{relative}: refusing to write outside {root}"])
+    return target
+
+
+def write_site(out_dir: Path, files: dict[str, bytes] | list[tuple[str, bytes]]) -> WriteSummary:
+    """Write every file whose bytes changed, and remove the files that no longer belong.
+
+    Refuses a path given twice, and refuses to empty a folder it did not create.
+    """
+    items = list(files.items()) if isinstance(files, dict) else list(files)
+    seen: set[str] = set()
+    for relative, _ in items:
+        if relative in seen:
+            raise BuildError([f"{relative}: written twice in one build"])
+        seen.add(relative)
+    root = out_dir.resolve()
+    if root.exists() and any(root.iterdir()) and not (root / MARKER).exists():
+        raise BuildError([f"{out_dir}: not empty and not a gpumem site (no {MARKER}); refusing to replace it"])
+    targets = {_target(root, relative): content for relative, content in items}
+    root.mkdir(parents=True, exist_ok=True)
+    if not (root / MARKER).exists():
+        (root / MARKER).write_bytes(b"Built by gpumem: files here are replaced on every build.\n")
+    written = unchanged = 0
+    for target, content in targets.items():
+        try:
+            if target.read_bytes() == content:
+                unchanged += 1
+                continue
+        except OSError:
+            pass
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(target.name + ".tmp")
+        temporary.write_bytes(content)
+        os.replace(temporary, target)
+        written += 1
+    removed = _remove_others(root, {*targets, root / MARKER})
+    return WriteSummary(written, unchanged, removed)
+
+
+def _remove_others(root: Path, keep: set[Path]) -> int:
+    """Delete files that this build did not write, then folders left empty."""
+    removed = 0
+    for folder, subfolders, names in os.walk(root, topdown=False):
+        base = Path(folder)
+        for name in names:
+            path = base / name
+            if path not in keep:
+                path.unlink()
+                removed += 1
+        if base != root and not any(base.iterdir()):
+            base.rmdir()
+    return removed
