@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from . import compute
 from .errors import BuildError, Problems
 from .load import ContentPage, read_content, read_yaml, snapshot_files
-from .pages import TEMPLATES, Page, plan_pages
+from .pages import TEMPLATES, plan_pages
 from .records import Catalog, Site
 from .render import Renderer
 from .validate import read_gpus, read_models, read_rules, read_site, read_snapshot
@@ -67,6 +67,13 @@ def choose_snapshot(options: Options, problems: Problems) -> tuple[Path | None, 
     return chosen, others
 
 
+def declared_ids(data: object, key: str) -> set[str] | None:
+    """Ids a catalog file declares, valid or not, so references to them are not reported twice."""
+    if not isinstance(data, dict) or not isinstance(data.get(key), list):
+        return None
+    return {item.get("id") for item in data[key] if isinstance(item, dict)}
+
+
 def gather(options: Options, now: datetime | None = None) -> Inputs:
     """Read and validate every input; raise one BuildError listing all problems."""
     problems = Problems()
@@ -75,13 +82,13 @@ def gather(options: Options, now: datetime | None = None) -> Inputs:
     raw = {name: read_yaml(path, _label(path), problems) for name, path in paths.items()}
     models = read_models(raw["models"], _label(paths["models"]), problems) if raw["models"] is not None else ()
     gpus = read_gpus(raw["gpus"], _label(paths["gpus"]), problems) if raw["gpus"] is not None else ()
-    model_ids = {m.id for m in models} if raw["models"] is not None else None
+    model_ids = declared_ids(raw["models"], "models")
     rules = read_rules(raw["rules"], _label(paths["rules"]), problems, model_ids) if raw["rules"] is not None else None
     snapshot_path, earlier = choose_snapshot(options, problems)
     snapshot = None
     if snapshot_path is not None:
         data = read_yaml(snapshot_path, _label(snapshot_path), problems)
-        gpu_ids = {g.id for g in gpus} if raw["gpus"] is not None else None
+        gpu_ids = declared_ids(raw["gpus"], "gpus")
         if data is not None:
             snapshot = read_snapshot(data, _label(snapshot_path), snapshot_path.stem, problems, gpu_ids)
     site_path = options.content / "site.yaml"
@@ -90,7 +97,7 @@ def gather(options: Options, now: datetime | None = None) -> Inputs:
     content = _read_content(options.content, site, problems) if site else {}
     problems.raise_if_any()
     catalog = Catalog(models, gpus, rules, snapshot, earlier)
-    warnings = _warnings(catalog, site, now or datetime.now(timezone.utc))
+    warnings = _warnings(catalog, site, now or datetime.now(UTC))
     if options.strict and warnings:
         raise BuildError([*warnings, "--strict: warnings are errors"])
     return Inputs(catalog, site, content, warnings)

@@ -130,7 +130,9 @@ class MainGuide:
     @property
     def gpus(self) -> tuple[Gpu, ...]:
         """Every GPU the tables recommend, smallest memory first."""
-        found = {o.gpu.id: o.gpu for t in (self.serving, self.fine_tuning) for r in t.rows for c in r.cells for o in c.choice.options}
+        found = {
+            o.gpu.id: o.gpu for t in (self.serving, self.fine_tuning) for r in t.rows for c in r.cells for o in c.choice.options
+        }
         return tuple(sorted(found.values(), key=lambda g: (g.memory_gb, g.name)))
 
 

@@ -9,16 +9,23 @@ class Problems:
     """Collects every problem of a build, each as `path:line: id: field: message`."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.found: list[tuple[str, int, str]] = []
 
     def add(self, path: str, line: int, ident: str, field: str, message: str) -> None:
-        self.lines.append(f"{path}:{line}: {ident}: {field}: {message}")
+        self.found.append((path, line, f"{path}:{line}: {ident}: {field}: {message}"))
 
-    def add_raw(self, text: str) -> None:
-        self.lines.append(text)
+    def add_raw(self, text: str, path: str = "", line: int = 0) -> None:
+        self.found.append((path, line, text))
+
+    @property
+    def lines(self) -> list[str]:
+        """Problems grouped by file, in the order files were read, then by line."""
+        order = {path: index for index, (path, _, _) in reversed(list(enumerate(self.found)))}
+        ranked = sorted(enumerate(self.found), key=lambda item: (order[item[1][0]], item[1][1], item[0]))
+        return [text for _, (_, _, text) in ranked]
 
     def raise_if_any(self) -> None:
-        if self.lines:
+        if self.found:
             raise BuildError(self.lines)
 
 

@@ -53,7 +53,10 @@ def parse_yaml(text: str, path: str, problems: Problems) -> Any:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
-        problems.add_raw(f"{where}: YAML syntax error: {error.problem or error.context}")
+        message = error.problem or error.context
+        if error.context and error.problem and error.context_mark:
+            message += f" ({error.context} started on line {error.context_mark.line + 1})"
+        problems.add_raw(f"{where}: YAML syntax error: {message}", path, mark.line + 1 if mark else 0)
     except yaml.YAMLError as error:
         problems.add_raw(f"{path}: YAML syntax error: {error}")
     return None
@@ -110,4 +113,4 @@ def read_content(path: Path, label: str, problems: Problems) -> ContentPage | No
         problems.add_raw(f"{label}:2: front matter: expected a mapping of fields")
         return None
     body_line = match.group(0).count("\n") + 1
-    return ContentPage(label, meta, text[match.end():], body_line)
+    return ContentPage(label, meta, text[match.end() :], body_line)

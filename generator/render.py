@@ -29,6 +29,14 @@ from .errors import BuildError
 from .load import ContentPage
 
 
+class FailingUndefined(jinja2.StrictUndefined):
+    """A missing name or attribute fails where it is used, even as a function's argument."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fail_with_undefined_error()
+
+
 class Formats:
     """Numbers, prices and dates written the way the page's language writes them."""
 
@@ -108,7 +116,7 @@ class Renderer:
             autoescape=True,
             trim_blocks=True,
             lstrip_blocks=True,
-            undefined=jinja2.StrictUndefined,
+            undefined=FailingUndefined,
         )
         self.env.filters["compact"] = lambda html: Markup(BLANK_LINES.sub("\n", str(html)).strip())
         self.strings = {lang: gettext_functions(load_translations(translations_dir, lang)) for lang in languages}
@@ -125,7 +133,10 @@ class Renderer:
         meta = page.meta
         body = self._fill(page, page.body, page.body_line, context)
         faq = tuple(
-            (Markup(self._fill(page, item["q"], item.line, context).strip()), self._markdown(self._fill(page, item["a"], item.line, context)))
+            (
+                Markup(self._fill(page, item["q"], item.line, context).strip()),
+                self._markdown(self._fill(page, item["a"], item.line, context)),
+            )
             for item in meta.get("faq", ())
         )
         return Content(

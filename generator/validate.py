@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .errors import Problems
@@ -99,8 +99,8 @@ def utc_time(value: Any) -> datetime:
     else:
         raise Invalid(f"{expected}, got {describe(value)}")
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 def one_of(names: Iterable[str], what: str) -> Callable[[Any], str]:
@@ -310,8 +310,7 @@ def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
 
 
 RULE_SECTIONS = (
-    "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
-    "serving_precisions fine_tuning_methods"
+    "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes serving_precisions fine_tuning_methods"
 ).split()
 FINE_TUNING_METHODS = ("qlora", "lora", "full", "full_hf")
 

@@ -64,7 +64,7 @@ def write_site(out_dir: Path, files: dict[str, bytes] | list[tuple[str, bytes]])
 def _remove_others(root: Path, keep: set[Path]) -> int:
     """Delete files that this build did not write, then folders left empty."""
     removed = 0
-    for folder, subfolders, names in os.walk(root, topdown=False):
+    for folder, _subfolders, names in os.walk(root, topdown=False):
         base = Path(folder)
         for name in names:
             path = base / name

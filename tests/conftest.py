@@ -1,0 +1,81 @@
+"""Shared fixtures: a copy of the project's inputs to break, and a browser on Debian's Chromium."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from generator.build import PROJECT, Options
+
+# Builds in tests pretend it is the day after the demo snapshot, so it is never stale.
+NOW = datetime(2026, 11, 1, tzinfo=UTC)
+SNAPSHOT = "2026-10-31T16-52Z.yaml"
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> Path:
+    """A writable copy of catalogs/ and content/ under tmp_path."""
+    for name in ("catalogs", "content"):
+        shutil.copytree(PROJECT / name, tmp_path / name)
+    return tmp_path
+
+
+def options_for(root: Path, **changes) -> Options:
+    """Options reading the copy under root and writing root/site."""
+    return Options(catalogs=root / "catalogs", content=root / "content", out=root / "site", **changes)
+
+
+def edit(path: Path, old: str, new: str, count: int = 1) -> None:
+    """Replace text in a file, failing loudly when the text is not there."""
+    text = path.read_text()
+    assert text.count(old) >= count, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, count))
+
+
+def line_of(path: Path, text: str) -> int:
+    """The 1-based line where text first appears."""
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if text in line:
+            return number
+    raise AssertionError(f"{text!r} not in {path}")
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {
+        **browser_type_launch_args,
+        "executable_path": "/usr/bin/chromium",
+        "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+    }
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's own inputs built once into a temporary folder."""
+    from generator.build import build
+
+    out = tmp_path_factory.mktemp("site")
+    build(Options(out=out), now=NOW)
+    return out
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site: Path) -> Iterator[str]:
+    """The built site served on 127.0.0.1 for the browser tests."""
+    handler = functools.partial(_QuietHandler, directory=str(built_site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass

@@ -1,0 +1,23 @@
+"""The built pages in Debian's Chromium, read the way a person reads them."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+
+def test_spanish_guide_shows_the_70b_4_bit_cell(page: Page, site_url: str):
+    page.goto(f"{site_url}/es/guias/memoria-gpu/")
+    expect(page).to_have_title("¿Cuánta memoria de GPU necesita tu modelo?")
+    table = page.get_by_role("table", name="Memoria para servir un modelo (pesos + 20 %) y la configuración de GPU más pequeña")
+    row = table.get_by_role("row").filter(has=page.get_by_role("rowheader", name="70B Llama 3.3 70B Instruct"))
+    cell = row.get_by_role("cell").nth(2)
+    expect(cell.locator(".need")).to_have_text("42\xa0GB")
+    expect(cell.locator(".config")).to_have_text("1 × L40S, RTX A6000 o RTX 6000 Ada")
+    expect(cell.locator(".price")).to_have_text("L40S desde 0,44\xa0US$ por GPU-hora")
+
+
+def test_language_switcher_lands_on_the_same_guide(page: Page, site_url: str):
+    page.goto(f"{site_url}/es/guias/memoria-gpu/")
+    page.get_by_role("navigation", name="Idioma").get_by_role("link", name="English").click()
+    expect(page).to_have_url(f"{site_url}/en/guides/gpu-memory/")
+    expect(page.get_by_role("heading", level=1)).to_have_text("How much GPU memory does your model need?")

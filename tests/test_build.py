@@ -1,0 +1,194 @@
+"""Whole builds: byte-identical output, minimal rewrites, and table cells that match the engine."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from datetime import UTC
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from generator import compute, memory
+from generator.build import Options, build, gather
+
+from .conftest import NOW, SNAPSHOT, edit, options_for
+
+
+class Cells(HTMLParser):
+    """Collects each guide table's cells: their data attributes and visible text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[dict]] = {}
+        self.table: str | None = None
+        self.cell: dict | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table" and "guide" in (attrs.get("class") or ""):
+            self.table = attrs["id"]
+            self.tables[self.table] = []
+        elif tag == "td" and self.table:
+            self.cell = {**attrs, "text": ""}
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self.cell is not None:
+            self.cell["text"] = " ".join(self.cell["text"].split())
+            self.tables[self.table].append(self.cell)
+            self.cell = None
+        elif tag == "table":
+            self.table = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell["text"] += data + " "
+
+
+def cells(path: Path) -> dict[str, list[dict]]:
+    parser = Cells()
+    parser.feed(path.read_text())
+    return parser.tables
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_two_builds_are_byte_identical(inputs, tmp_path):
+    build(options_for(inputs), now=NOW)
+    other = Options(catalogs=inputs / "catalogs", content=inputs / "content", out=tmp_path / "other")
+    build(other, now=NOW)
+    assert tree(inputs / "site") == tree(tmp_path / "other")
+
+
+def test_rebuild_writes_only_what_changed_and_removes_what_no_longer_belongs(inputs):
+    first = build(options_for(inputs), now=NOW)
+    assert (first.pages, first.summary.written, first.summary.unchanged, first.summary.removed) == (5, 7, 0, 0)
+    again = build(options_for(inputs), now=NOW)
+    assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 7, 0)
+    edit(inputs / "content/en/home.md", "Three questions", "Three plain questions")
+    (inputs / "site/es/old-page").mkdir()
+    (inputs / "site/es/old-page/index.html").write_text("stale")
+    third = build(options_for(inputs), now=NOW)
+    assert (third.summary.written, third.summary.unchanged, third.summary.removed) == (1, 6, 1)
+    assert not (inputs / "site/es/old-page").exists()
+
+
+def test_guide_cells_match_the_engine_and_sizing(built_site):
+    inputs = gather(Options(), now=NOW)
+    catalog = inputs.catalog
+    shop = compute.Shop(catalog)
+    rules = catalog.rules
+    for page, ids in (
+        ("es/guias/memoria-gpu", ("servir", "ajuste")),
+        ("en/guides/gpu-memory", ("serving", "fine-tuning")),
+    ):
+        tables = cells(built_site / page / "index.html")
+        serving, tuning = tables[ids[0]], tables[ids[1]]
+        assert len(serving) == len(rules.size_classes) * len(rules.serving_precisions) == 15
+        assert len(tuning) == 15
+        expected = []
+        for size in rules.size_classes:
+            model = catalog.model(size.model)
+            for precision in rules.serving_precisions:
+                need = memory.serving_gb(rules, size.size_b, precision)
+                expected.append((need, shop.choose(need, model.arch.heads, compute.comfort_gb(catalog, model))))
+        for cell, (need, choice) in zip(serving, expected, strict=True):
+            assert float(cell["data-need-gb"]) == need
+            assert cell["data-gpus"] == " ".join(o.gpu.id for o in choice.options)
+            assert int(cell["data-count"]) == choice.best.total_gpus
+            assert float(cell["data-price-hour"]) == choice.best.price_per_hour
+        expected = [
+            (memory.fine_tuning_gb(rules, size.size_b, method), size)
+            for size in rules.size_classes
+            for method in rules.fine_tuning_methods
+        ]
+        for cell, (need, _) in zip(tuning, expected, strict=True):
+            assert float(cell["data-need-gb"]) == need
+            assert cell["data-gpus"] == " ".join(o.gpu.id for o in shop.choose(need).options)
+
+
+def test_known_cells_read_as_a_person_sees_them(built_site):
+    es = cells(built_site / "es/guias/memoria-gpu/index.html")
+    en = cells(built_site / "en/guides/gpu-memory/index.html")
+    # 70B at 4 bits: 42 GB on one 48 GB card, the L40S the cheapest of three.
+    assert es["servir"][11]["text"] == "42 GB 1 × L40S, RTX A6000 o RTX 6000 Ada L40S desde 0,44 US$ por GPU-hora justo"
+    assert en["serving"][11]["text"] == "42 GB 1 × L40S, RTX A6000, or RTX 6000 Ada L40S from $0.44 per GPU-hour tight"
+    # 70B at 16 bits: 168 GB on one B200.
+    assert en["serving"][9]["text"] == "168 GB 1 × B200 from $6.33 per GPU-hour"
+    # 405B at 16 bits: 972 GB on four B300, priced per hour for the set.
+    assert es["servir"][12]["text"] == "972 GB 4 × B300 desde 18,40 US$ por hora el conjunto (4,60 US$ por GPU-hora)"
+    # Full fine-tuning of a 70B: 1,120 GB on 8 x H200 (1,128 GB).
+    assert es["ajuste"][11]["text"] == "1.120 GB 8 × H200 desde 27,52 US$ por hora el conjunto (3,44 US$ por GPU-hora) justo"
+    # Full fine-tuning of a 405B: 6,480 GB, more than one 8-GPU machine.
+    assert (
+        en["fine-tuning"][14]["text"]
+        == "6,480 GB 3 machines of 8 × B300 from $126.96 per hour for the set ($5.29 per GPU-hour) tight"
+    )
+
+
+def test_snapshot_line_language_switcher_and_hreflang(built_site):
+    html = (built_site / "es/guias/memoria-gpu/index.html").read_text()
+    assert "Precios de la instantánea del marketplace del 31 oct 2026, 16:52 UTC: 619 GPU en 188 máquinas." in html
+    assert '<a href="/en/guides/gpu-memory/" lang="en" hreflang="en">English</a>' in html
+    assert '<link rel="alternate" hreflang="x-default" href="https://gpumem.example.org/es/guias/memoria-gpu/">' in html
+    english = (built_site / "en/guides/gpu-memory/index.html").read_text()
+    assert "Prices from the marketplace snapshot of Oct 31, 2026, 16:52 UTC: 619 GPUs on 188 machines." in english
+    assert '<link rel="alternate" hreflang="es" href="https://gpumem.example.org/es/guias/memoria-gpu/">' in english
+    assert '<a href="/es/guias/memoria-gpu/" lang="es" hreflang="es">Español</a>' in english
+
+
+def test_faq_answers_are_computed(built_site):
+    html = (built_site / "en/guides/gpu-memory/index.html").read_text()
+    assert "<li>4-bit (INT4), 42\xa0GB: yes, on 1 × L40S, RTX A6000, or RTX 6000 Ada.</li>" in html
+    assert (
+        "<li>Full fine-tuning needs 128\xa0GB: it does not fit; the smallest configuration that holds it is 1 × H200.</li>"
+        in html
+    )
+    assert re.search(r"An H100 started at \$2\.07 per GPU-hour and an RTX 4090 at\s+\$0\.38", html)
+
+
+def test_prices_option_and_newest_snapshot(inputs):
+    prices = inputs / "catalogs/prices"
+    newer = prices / "2026-11-07T09-00Z.yaml"
+    text = (prices / SNAPSHOT).read_text().replace("taken_at: 2026-10-31T16:52:00Z", "taken_at: 2026-11-07T09:00:00Z")
+    newer.write_text(text.replace("price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 1.99,"))
+    assert gather(options_for(inputs), now=NOW).catalog.snapshot.name == "2026-11-07T09-00Z"
+    picked = gather(options_for(inputs, prices=prices / SNAPSHOT), now=NOW).catalog
+    assert picked.snapshot.name == "2026-10-31T16-52Z"
+    assert picked.earlier_snapshots == ("2026-11-07T09-00Z",)
+    build(options_for(inputs), now=NOW)
+    assert "An H100 started at $1.99 per GPU-hour" in " ".join(
+        (inputs / "site/en/guides/gpu-memory/index.html").read_text().split()
+    )
+
+
+def test_stale_snapshot_warns_and_strict_fails(inputs):
+    from datetime import datetime
+
+    from generator.errors import BuildError
+
+    late = datetime(2026, 11, 30, tzinfo=UTC)
+    assert gather(options_for(inputs), now=late).warnings == (
+        "warning: price snapshot 2026-10-31T16-52Z is 29 days old (older than stale_after_days = 7); import a newer one",
+    )
+    with pytest.raises(BuildError) as raised:
+        gather(options_for(inputs, strict=True), now=late)
+    assert raised.value.lines[-1] == "--strict: warnings are errors"
+
+
+def test_cli_build_summary_and_check_writes_nothing(inputs):
+    shutil.rmtree(inputs / "site", ignore_errors=True)
+    run = [sys.executable, "-m", "generator.cli"]
+    paths = ["--catalogs", "catalogs", "--content", "content"]
+    checked = subprocess.run([*run, "check", *paths], cwd=inputs, capture_output=True, text=True)
+    assert checked.returncode == 0
+    assert checked.stdout == "ok: 28 models, 26 GPUs, snapshot 2026-10-31T16-52Z (188 machines, 619 GPUs)\n"
+    assert not (inputs / "site").exists()
+    built = subprocess.run([*run, "build", *paths, "--out", "site"], cwd=inputs, capture_output=True, text=True)
+    assert built.returncode == 0
+    assert re.fullmatch(r"5 pages; 7 files written, 0 unchanged, 0 removed in \d+\.\d\d s\n", built.stdout)

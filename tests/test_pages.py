@@ -1,0 +1,44 @@
+"""Pages as data: URLs per language and reciprocal alternates with x-default."""
+
+from __future__ import annotations
+
+from generator.pages import Alternate, plan_pages
+from generator.records import Language, Site
+
+SITE = Site(
+    base_url="https://example.org/guides/",
+    languages=(Language("es", "Español"), Language("en", "English")),
+    routes={"home": {"es": "", "en": ""}, "guide-memory": {"es": "guias/memoria-gpu", "en": "guides/gpu-memory"}},
+    stale_after_days=7,
+)
+
+
+def test_fixed_spanish_and_english_urls():
+    pages = {(p.key, p.lang): p for p in plan_pages(SITE)}
+    assert pages[("home", "es")].url == "es/"
+    assert pages[("guide-memory", "es")].url == "es/guias/memoria-gpu/"
+    assert pages[("guide-memory", "en")].output == "en/guides/gpu-memory/index.html"
+
+
+def test_every_page_lists_all_translations_and_x_default():
+    pages = {(p.key, p.lang): p for p in plan_pages(SITE)}
+    assert pages[("guide-memory", "en")].alternates == (
+        Alternate("es", "es/guias/memoria-gpu/"),
+        Alternate("en", "en/guides/gpu-memory/"),
+        Alternate("x-default", "es/guias/memoria-gpu/"),
+    )
+    assert pages[("home", "es")].alternate("x-default") == Alternate("x-default", "")
+
+
+def test_alternates_are_reciprocal():
+    pages = plan_pages(SITE)
+    by_url = {p.url: p for p in pages}
+    for page in pages:
+        for alternate in page.alternates:
+            if alternate.lang != "x-default":
+                assert page.url in [a.url for a in by_url[alternate.url].alternates]
+
+
+def test_base_path_from_base_url():
+    assert SITE.base_path == "/guides/"
+    assert Site("https://example.org/", (), {}, 7).base_path == "/"

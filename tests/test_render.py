@@ -1,0 +1,78 @@
+"""Locale formatting through Babel and gettext catalogs with no empty string."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from babel.messages.pofile import read_po
+
+from generator.build import TRANSLATIONS_DIR
+from generator.render import Formats, gettext_functions, load_translations
+
+MOMENT = datetime(2026, 10, 31, 16, 52, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("lang", "gb", "money", "date", "either"),
+    [
+        ("es", "1.120\xa0GB", "0,19\xa0US$", "31 oct 2026", "L40S, RTX 6000 Ada o RTX A6000"),
+        ("en", "1,120\xa0GB", "$0.19", "Oct 31, 2026", "L40S, RTX 6000 Ada, or RTX A6000"),
+    ],
+)
+def test_formats_per_locale(lang, gb, money, date, either):
+    f = Formats(lang, "USD")
+    assert f.gb(1120) == gb
+    assert f.money(0.19) == money
+    assert f.date(MOMENT) == date
+    assert f.time(MOMENT) == "16:52"
+    assert f.either(["L40S", "RTX 6000 Ada", "RTX A6000"]) == either
+
+
+def test_gigabytes_keep_one_decimal_at_most():
+    f = Formats("es", "USD")
+    assert [f.gb(v) for v in (42.94967296, 168.0, 45.5, 0.04)] == ["42,9\xa0GB", "168\xa0GB", "45,5\xa0GB", "0\xa0GB"]
+
+
+@pytest.mark.parametrize("lang", ["es", "en"])
+def test_every_message_is_translated_in_every_plural_form(lang):
+    with (TRANSLATIONS_DIR / lang / "LC_MESSAGES" / "messages.po").open("rb") as handle:
+        catalog = read_po(handle, locale=lang)
+    empty = [
+        m.id
+        for m in catalog
+        if m.id and (not m.string or any(not s for s in (m.string if isinstance(m.string, tuple) else [m.string])))
+    ]
+    assert empty == []
+    assert len(catalog) >= 20
+
+
+def test_catalogs_hold_every_message_of_the_template():
+    with (TRANSLATIONS_DIR / "messages.pot").open("rb") as handle:
+        template = {m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id}
+    for lang in ("es", "en"):
+        with (TRANSLATIONS_DIR / lang / "LC_MESSAGES" / "messages.po").open("rb") as handle:
+            have = {m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id}
+        assert template - have == set()
+
+
+def test_spanish_plurals_and_placeholders():
+    strings = gettext_functions(load_translations(TRANSLATIONS_DIR, "es"))
+    assert strings["ngettext"]("%(num)s machine", "%(num)s machines", 1) == "1 máquina"
+    assert strings["ngettext"]("%(num)s machine", "%(num)s machines", 188) == "188 máquinas"
+    assert strings["_"]("%(count)s × %(names)s", count=2, names="H200 <b>") == "2 × H200 &lt;b&gt;"
+
+
+def test_message_template_is_up_to_date_with_the_templates():
+    """Every _() and ngettext() string of the templates is in messages.pot (run pybabel extract)."""
+    from babel.messages.extract import extract_from_dir
+
+    from generator.build import PROJECT
+
+    found = {
+        message if isinstance(message, str) else message[0]
+        for _, _, message, _, _ in extract_from_dir(PROJECT / "templates", method_map=[("**.html", "jinja2")])
+    }
+    with (TRANSLATIONS_DIR / "messages.pot").open("rb") as handle:
+        template = {m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id}
+    assert found == template

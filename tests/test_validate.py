@@ -1,0 +1,172 @@
+"""Bad input: every problem named by file, line, id and field, all at once, nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.build import gather
+from generator.errors import BuildError
+
+from .conftest import NOW, SNAPSHOT, edit, line_of, options_for
+
+MODELS = Path("catalogs/models.yaml")
+GPUS = Path("catalogs/gpus.yaml")
+RULES = Path("catalogs/rules.yaml")
+PRICES = Path("catalogs/prices") / SNAPSHOT
+
+
+@pytest.fixture
+def root(inputs: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The copy of the inputs, as the working folder, so errors show short paths."""
+    monkeypatch.chdir(inputs)
+    return inputs
+
+
+def problems(root: Path) -> list[str]:
+    with pytest.raises(BuildError) as raised:
+        gather(options_for(root), now=NOW)
+    return raised.value.lines
+
+
+def test_the_project_inputs_are_valid():
+    inputs = gather(options_for(Path(__file__).resolve().parent.parent), now=NOW)
+    assert len(inputs.catalog.models) == 28
+    assert len(inputs.catalog.gpus) == 26
+    assert len(inputs.catalog.snapshot.offers) == 188
+    assert inputs.catalog.snapshot.gpu_count == 619
+
+
+def test_yaml_syntax_error_keeps_pyyaml_line_and_column(root):
+    edit(root / MODELS, "    layers: 32\n", "    layers: [32\n")
+    line = line_of(root / MODELS, "layers: [32")
+    assert problems(root) == [
+        f"catalogs/models.yaml:{line + 1}:11: YAML syntax error: did not find expected ',' or ']' "
+        f"(while parsing a flow sequence started on line {line})"
+    ]
+
+
+def test_missing_field(root):
+    edit(root / MODELS, "    head_dim: 128\n", "")
+    assert problems(root) == ["catalogs/models.yaml:9: llama-3.1-8b: head_dim: missing field (expected a positive integer)"]
+
+
+def test_word_where_a_number_belongs(root):
+    edit(root / MODELS, "    kv_heads: 8\n", "    kv_heads: eight\n")
+    assert problems(root) == ["catalogs/models.yaml:17: llama-3.1-8b: kv_heads: expected a positive integer, got 'eight'"]
+
+
+@pytest.mark.parametrize(("value", "shown"), [("0", "0"), ("-70.5", "-70.5")])
+def test_zero_or_negative_number(root, value, shown):
+    edit(root / MODELS, "    params_b: 70.553706496\n", f"    params_b: {value}\n")
+    line = line_of(root / MODELS, f"params_b: {value}")
+    assert problems(root) == [f"catalogs/models.yaml:{line}: llama-3.1-70b: params_b: expected a positive number, got {shown}"]
+
+
+def test_duplicate_id(root):
+    edit(root / MODELS, "  - id: llama-3.1-70b\n", "  - id: llama-3.1-8b\n")
+    line = (root / MODELS).read_text().splitlines().index("  - id: llama-3.1-8b", 9) + 1
+    assert problems(root) == [f"catalogs/models.yaml:{line}: llama-3.1-8b: id: duplicate id 'llama-3.1-8b' (first on line 9)"]
+
+
+def test_unknown_key_suggests_the_field(root):
+    edit(root / GPUS, "    memory_gb: 24\n", "    memory_gb: 24\n    memroy_gb: 24\n")
+    assert problems(root) == ["catalogs/gpus.yaml:11: rtx-3090: memroy_gb: unknown field (did you mean 'memory_gb'?)"]
+
+
+def test_unknown_gpu_in_an_offer(root):
+    first = (root / PRICES).read_text().split("gpu: ", 2)[1].split(",")[0]
+    edit(root / PRICES, f"gpu: {first},", "gpu: h900,")
+    line = line_of(root / PRICES, "gpu: h900,")
+    machine = (root / PRICES).read_text().splitlines()[line - 1].split("machine: ")[1].split(",")[0]
+    assert problems(root) == [f"catalogs/prices/{SNAPSHOT}:{line}: {machine}: gpu: unknown GPU 'h900' (not in gpus.yaml)"]
+
+
+def test_kv_heads_must_divide_heads(root):
+    edit(root / MODELS, "    heads: 64\n    kv_heads: 8\n", "    heads: 64\n    kv_heads: 7\n")
+    line = line_of(root / MODELS, "kv_heads: 7")
+    assert problems(root) == [f"catalogs/models.yaml:{line}: llama-3.1-70b: kv_heads: 7 does not divide heads (64)"]
+
+
+def test_unknown_precision_name(root):
+    edit(root / RULES, "serving_precisions: [bf16, fp8, int4]", "serving_precisions: [bf16, fp6, int4]")
+    line = line_of(root / RULES, "serving_precisions:")
+    assert problems(root) == [
+        f"catalogs/rules.yaml:{line}: rules: serving_precisions: unknown precision 'fp6' (expected bf16, fp32, fp8 or int4)"
+    ]
+
+
+def test_unparseable_snapshot_time(root):
+    edit(root / PRICES, "taken_at: 2026-10-31T16:52:00Z", "taken_at: last Friday")
+    assert problems(root) == [
+        f"catalogs/prices/{SNAPSHOT}:5: snapshot: taken_at: expected a UTC time like 2026-10-31T16:52:00Z, got 'last Friday'"
+    ]
+
+
+def test_snapshot_with_no_offers(root):
+    text = (root / PRICES).read_text()
+    (root / PRICES).write_text(text[: text.index("offers:")] + "offers: []\n")
+    line = line_of(root / PRICES, "offers: []")
+    assert problems(root) == [f"catalogs/prices/{SNAPSHOT}:{line}: snapshot: offers: no offers (a snapshot needs at least one)"]
+
+
+def test_unquoted_norway_is_caught(root):
+    text = (root / PRICES).read_text()
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if "- {machine:" in t)
+    edit(root / PRICES, 'country: "', "country: NO, x: ", 1)
+    machine = text.splitlines()[line - 1].split("machine: ")[1].split(",")[0]
+    assert problems(root) == [
+        f"catalogs/prices/{SNAPSHOT}:{line}: {machine}: x: unknown field "
+        "(expected one of: machine, gpu, gpus, price_per_gpu_hour, country, form_factor, interconnect)",
+        f"catalogs/prices/{SNAPSHOT}:{line}: {machine}: country: expected text, got False",
+    ]
+
+
+def test_every_problem_of_every_file_at_once(root):
+    edit(root / MODELS, "    kv_heads: 8\n", "    kv_heads: eight\n")
+    edit(root / MODELS, '    license: "Llama 2 Community License"\n', "")
+    edit(root / GPUS, "    memory_gb: 24\n", "    memory_gb: -24\n")
+    edit(root / PRICES, "currency: USD", "currency: dollars")
+    got = problems(root)
+    assert [line.split(": ", 1)[0].split(":")[0] for line in got] == [
+        "catalogs/models.yaml",
+        "catalogs/models.yaml",
+        "catalogs/gpus.yaml",
+        f"catalogs/prices/{SNAPSHOT}",
+    ]
+    assert got[1].endswith("llama-2-7b: license: missing field (expected text)")
+    assert got[3].endswith("snapshot: currency: expected a three-letter currency code like USD, got 'dollars'")
+
+
+def test_content_placeholder_error_names_file_and_line(root):
+    edit(root / "content/en/home.md", "{{ f.date(snapshot.taken_at) }}", "{{ f.date(snapshot.taken_when) }}")
+    from generator.build import check
+
+    with pytest.raises(BuildError) as raised:
+        check(options_for(root), now=NOW)
+    line = line_of(root / "content/en/home.md", "taken_when")
+    assert raised.value.lines == [
+        f"content/en/home.md:{line}: template: 'generator.records.Snapshot object' has no attribute 'taken_when'"
+    ]
+
+
+def test_cli_reports_problems_with_exit_1_no_traceback_and_site_untouched(root):
+    site = root / "site"
+    build = [sys.executable, "-m", "generator.cli", "build", "--catalogs", "catalogs", "--content", "content", "--out", "site"]
+    first = subprocess.run(build, cwd=root, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    before = {p: p.read_bytes() for p in site.rglob("*") if p.is_file()}
+    edit(root / MODELS, "    kv_heads: 8\n", "    kv_heads: eight\n")
+    edit(root / "content/es/guide-memory.md", "Empieza por", "Comienza por")
+    failed = subprocess.run(build, cwd=root, capture_output=True, text=True)
+    assert failed.returncode == 1
+    assert failed.stdout == ""
+    assert failed.stderr == (
+        "catalogs/models.yaml:17: llama-3.1-8b: kv_heads: expected a positive integer, got 'eight'\n"
+        "1 problem found; nothing was written.\n"
+    )
+    assert "Traceback" not in failed.stderr
+    assert {p: p.read_bytes() for p in site.rglob("*") if p.is_file()} == before
