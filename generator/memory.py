@@ -111,3 +111,23 @@ def serving_breakdown(
     cache = kv_cache_gb(arch, rules.kv_precisions[kv_precision], tokens, sequences)
     overhead = serving_detailed_gb(weights, cache, rules.runtime_overhead) - weights - cache
     return Serving(weights, cache, overhead)
+
+
+def max_context_tokens(arch: Architecture, kv_bytes: float, budget_bytes: float, limit: int) -> int:
+    """The longest context (up to `limit`) whose cache for one request fits the budget; 0 if none."""
+    if budget_bytes < kv_cache_bytes(arch, kv_bytes, 1):
+        return 0
+    low, high = 1, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if kv_cache_bytes(arch, kv_bytes, middle) <= budget_bytes:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def requests_that_fit(arch: Architecture, kv_bytes: float, budget_bytes: float, tokens: int) -> int:
+    """How many requests of `tokens` tokens each the cache budget holds at once."""
+    per_request = kv_cache_bytes(arch, kv_bytes, tokens)
+    return max(0, int(budget_bytes // per_request))

@@ -61,6 +61,7 @@ class Gpu:
     name: str
     full_name: str
     vendor: str
+    segment: str
     memory_gb: float
     memory_type: str
     bandwidth_tb_s: float
@@ -105,6 +106,18 @@ class Rules:
     comfortable_requests: int
     fit_context: int
     size_classes: tuple[SizeClass, ...]
+    model_contexts: tuple[int, ...]
+    page_requests: int
+    card_sizes_gb: tuple[float, ...]
+    weights_table_sizes_b: tuple[float, ...]
+    chart_contexts: tuple[int, ...]
+    example_model: str
+    tight_model: str
+    mla_model: str
+    small_model: str
+    long_conversations: int
+    busy_requests: int
+    small_context: int
     serving_precisions: tuple[str, ...]
     fine_tuning_methods: tuple[str, ...]
     sources: dict[str, str] = field(default_factory=dict)

@@ -276,7 +276,7 @@ def read_attention(entry: Entry, layers: int | None) -> Attention:
 
 
 GPU_FIELDS = (
-    "id name full_name vendor memory_gb memory_type bandwidth_tb_s form_factor interconnect fp8 year aliases source"
+    "id name full_name vendor segment memory_gb memory_type bandwidth_tb_s form_factor interconnect fp8 year aliases source"
 ).split()
 
 
@@ -295,6 +295,7 @@ def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
             name=entry.get("name", text),
             full_name=entry.get("full_name", text),
             vendor=entry.get("vendor", text),
+            segment=entry.get("segment", one_of(("consumer", "workstation", "datacenter"), "segment")),
             memory_gb=entry.get("memory_gb", positive_number),
             memory_type=entry.get("memory_type", text),
             bandwidth_tb_s=entry.get("bandwidth_tb_s", positive_number),
@@ -310,7 +311,7 @@ def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
 
 
 RULE_SECTIONS = (
-    "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes serving_precisions fine_tuning_methods"
+    "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes serving_precisions fine_tuning_methods pages guides"
 ).split()
 FINE_TUNING_METHODS = ("qlora", "lora", "full", "full_hf")
 
@@ -336,6 +337,11 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     qlora = _sourced(tuning, "qlora", ("bytes_per_param", "example_params_b", "example_gpu_gb", "source"), sources)
     counts = _sourced(top, "gpu_counts", ("values", "source"), sources)
     fit = _sourced(top, "fit", ("min_free_fraction", "comfortable_requests", "context", "source"), sources)
+    page_fields = ("model_contexts", "concurrent_requests", "card_sizes_gb", "weights_table_sizes_b", "chart_contexts", "source")
+    pages = _sourced(top, "pages", page_fields, sources)
+    guide_fields = ("example_model", "tight_model", "mla_model", "small_model", "long_conversations", "busy_requests", "small_context")
+    guides = _sourced(top, "guides", (*guide_fields, "source"), sources)
+    known_model = _known_model(model_ids)
     known = set(precisions or ())
     values = dict(
         serving_margin=margin and margin.get("value", fraction),
@@ -351,17 +357,39 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         qlora_bytes=qlora and qlora.get("bytes_per_param", positive_number),
         qlora_example_params_b=qlora and qlora.get("example_params_b", positive_number),
         qlora_example_gpu_gb=qlora and qlora.get("example_gpu_gb", positive_number),
-        gpu_counts=counts and _counts(counts),
+        gpu_counts=counts and _numbers(counts, "values", positive_int),
+        model_contexts=pages and _numbers(pages, "model_contexts", positive_int),
+        page_requests=pages and pages.get("concurrent_requests", positive_int),
+        card_sizes_gb=pages and _numbers(pages, "card_sizes_gb", positive_number),
+        weights_table_sizes_b=pages and _numbers(pages, "weights_table_sizes_b", positive_number),
+        chart_contexts=pages and _numbers(pages, "chart_contexts", positive_int),
         min_free_fraction=fit and fit.get("min_free_fraction", fraction),
         comfortable_requests=fit and fit.get("comfortable_requests", positive_int),
         fit_context=fit and fit.get("context", positive_int),
         size_classes=_size_classes(top, model_ids),
+        example_model=guides and guides.get("example_model", known_model),
+        tight_model=guides and guides.get("tight_model", known_model),
+        mla_model=guides and guides.get("mla_model", known_model),
+        small_model=guides and guides.get("small_model", known_model),
+        long_conversations=guides and guides.get("long_conversations", positive_int),
+        busy_requests=guides and guides.get("busy_requests", positive_int),
+        small_context=guides and guides.get("small_context", positive_int),
         serving_precisions=_name_list(top, "serving_precisions", known, "precision"),
         fine_tuning_methods=_name_list(top, "fine_tuning_methods", ("qlora", "lora", "full"), "method"),
     )
     if top.failed or any(value is None for value in values.values()):
         return None
     return Rules(precisions=precisions, kv_precisions=kv_precisions, sources=sources, **values)
+
+
+def _known_model(model_ids: set[str] | None) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        model_id = slug(value)
+        if model_ids is not None and model_id not in model_ids:
+            raise Invalid(f"unknown model {describe(model_id)} (not in models.yaml)")
+        return model_id
+
+    return check
 
 
 def _section(parent: Entry, name: str) -> Entry:
@@ -408,17 +436,17 @@ def _parts(section: Entry) -> dict[str, float] | None:
     return None if parts.failed else values
 
 
-def _counts(section: Entry) -> tuple[int, ...] | None:
-    values = section.data.get("values")
+def _numbers(section: Entry, name: str, kind: Callable[[Any], Any]) -> tuple | None:
+    """A non-empty list of positive numbers, sorted and without repeats."""
+    values = section.data.get(name)
     if not isinstance(values, list) or not values:
-        section.report(section.data.line_of("values"), "values", f"expected a list of GPU counts, got {describe(values)}")
+        section.report(section.data.line_of(name), name, f"expected a list of numbers, got {describe(values)}")
         return None
     try:
-        counts = tuple(sorted({positive_int(v) for v in values}))
+        return tuple(sorted({kind(v) for v in values}))
     except Invalid as error:
-        section.report(section.data.line_of("values"), "values", str(error))
+        section.report(section.data.line_of(name), name, str(error))
         return None
-    return counts
 
 
 def _name_list(top: Entry, name: str, known: Iterable[str], what: str) -> tuple[str, ...] | None:

@@ -67,14 +67,15 @@ def test_zero_or_negative_number(root, value, shown):
 
 
 def test_duplicate_id(root):
-    edit(root / MODELS, "  - id: llama-3.1-70b\n", "  - id: llama-3.1-8b\n")
+    edit(root / MODELS, "  - id: llama-3.2-1b\n", "  - id: llama-3.1-8b\n")
     line = (root / MODELS).read_text().splitlines().index("  - id: llama-3.1-8b", 9) + 1
     assert problems(root) == [f"catalogs/models.yaml:{line}: llama-3.1-8b: id: duplicate id 'llama-3.1-8b' (first on line 9)"]
 
 
 def test_unknown_key_suggests_the_field(root):
     edit(root / GPUS, "    memory_gb: 24\n", "    memory_gb: 24\n    memroy_gb: 24\n")
-    assert problems(root) == ["catalogs/gpus.yaml:11: rtx-3090: memroy_gb: unknown field (did you mean 'memory_gb'?)"]
+    line = line_of(root / GPUS, "memroy_gb")
+    assert problems(root) == [f"catalogs/gpus.yaml:{line}: rtx-3090: memroy_gb: unknown field (did you mean 'memory_gb'?)"]
 
 
 def test_unknown_gpu_in_an_offer(root):
