@@ -11,7 +11,7 @@ from typing import Any
 from . import compute
 from .errors import BuildError, Problems
 from .load import ContentPage, read_content, read_yaml, snapshot_files
-from .pages import TEMPLATES, plan_pages
+from .pages import CONTENT_KEYS, KINDS, plan_pages
 from .records import Catalog, Site
 from .render import Renderer
 from .validate import read_gpus, read_models, read_rules, read_site, read_snapshot
@@ -82,18 +82,17 @@ def gather(options: Options, now: datetime | None = None) -> Inputs:
     raw = {name: read_yaml(path, _label(path), problems) for name, path in paths.items()}
     models = read_models(raw["models"], _label(paths["models"]), problems) if raw["models"] is not None else ()
     gpus = read_gpus(raw["gpus"], _label(paths["gpus"]), problems) if raw["gpus"] is not None else ()
-    model_ids = declared_ids(raw["models"], "models")
-    rules = read_rules(raw["rules"], _label(paths["rules"]), problems, model_ids) if raw["rules"] is not None else None
+    model_ids, gpu_ids = declared_ids(raw["models"], "models"), declared_ids(raw["gpus"], "gpus")
+    rules = read_rules(raw["rules"], _label(paths["rules"]), problems, model_ids, gpu_ids) if raw["rules"] is not None else None
     snapshot_path, earlier = choose_snapshot(options, problems)
     snapshot = None
     if snapshot_path is not None:
         data = read_yaml(snapshot_path, _label(snapshot_path), problems)
-        gpu_ids = declared_ids(raw["gpus"], "gpus")
         if data is not None:
             snapshot = read_snapshot(data, _label(snapshot_path), snapshot_path.stem, problems, gpu_ids)
     site_path = options.content / "site.yaml"
     site_data = read_yaml(site_path, _label(site_path), problems)
-    site = read_site(site_data, _label(site_path), problems, TEMPLATES) if site_data is not None else None
+    site = read_site(site_data, _label(site_path), problems, KINDS) if site_data is not None else None
     content = _read_content(options.content, site, problems) if site else {}
     problems.raise_if_any()
     catalog = Catalog(models, gpus, rules, snapshot, earlier)
@@ -107,7 +106,7 @@ def _read_content(content_dir: Path, site: Site, problems: Problems) -> dict[tup
     """Every page kind's Markdown in every language: content/<lang>/<page key>.md."""
     found = {}
     for language in site.languages:
-        for key in TEMPLATES:
+        for key in CONTENT_KEYS:
             path = content_dir / language.code / f"{key}.md"
             page = read_content(path, _label(path), problems)
             if page is None:
@@ -134,28 +133,36 @@ def _warnings(catalog: Catalog, site: Site, now: datetime) -> tuple[str, ...]:
 def render_site(inputs: Inputs) -> dict[str, bytes]:
     """Every output file, as bytes, computed in memory before anything is written."""
     catalog, site = inputs.catalog, inputs.site
-    shop = compute.Shop(catalog)
-    guide = compute.main_guide(catalog, shop)
-    pages = plan_pages(site)
+    figures = compute.site_figures(catalog)
+    pages = plan_pages(site, {"models": [m.id for m in catalog.models], "gpus": [g.id for g in catalog.gpus]})
     renderer = Renderer(TEMPLATES_DIR, TRANSLATIONS_DIR, [language.code for language in site.languages])
-    links = {(page.key, page.lang): page.url for page in pages}
+    links = {(page.key, page.subject, page.lang): page.url for page in pages}
     common: dict[str, Any] = dict(
         site=site,
         catalog=catalog,
         snapshot=catalog.snapshot,
-        shop=shop,
-        guide=guide,
+        figures=figures,
+        shop=figures.shop,
+        guide=figures.main,
+        vram=figures.vram,
+        sizing=figures.sizing,
+        calc=figures.calculator,
         fits=compute.fits,
         url=lambda relative: site.base_path + relative,
         absolute=lambda relative: site.base_url + relative,
-        link=lambda key, lang: site.base_path + links[(key, lang)],
+        link=lambda key, lang, subject="": site.base_path + links[(key, subject, lang)],
     )
     files: dict[str, bytes] = {}
     for page in pages:
         context = {**common, **renderer.language_context(page.lang, catalog.snapshot.currency), "page": page}
-        context["content"] = renderer.content(inputs.content[(page.lang, page.key)], context)
+        if KINDS[page.key].has_content:
+            context["content"] = renderer.content(inputs.content[(page.lang, page.key)], context)
         files[page.output] = renderer.render(page.template, context).encode()
-    files["index.html"] = renderer.render("root.html", {**common, "pages": pages}).encode()
+    first = site.languages[0].code
+    root = {**common, **renderer.language_context(first, catalog.snapshot.currency), "pages": pages}
+    root["not_found"] = [(language, renderer.strings[language.code]["_"]("Page not found")) for language in site.languages]
+    for name in ("index.html", "404.html", "sitemap.xml", "robots.txt"):
+        files[name] = renderer.render(name, root).encode()
     for path in sorted(STATIC_DIR.iterdir()):
         files[f"assets/{path.name}"] = path.read_bytes()
     return files

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .records import Site
 
-# Page kinds: which template draws them and which content file holds their words.
-TEMPLATES = {
-    "home": "home.html",
-    "guide-memory": "guide.html",
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of page: its template, whether content/<lang>/<key>.md holds its words, and its subjects."""
+
+    template: str
+    has_content: bool = True
+    subjects: str = ""
+
+
+KINDS = {
+    "home": Kind("home.html"),
+    "guide-memory": Kind("guide.html"),
+    "guide-vram": Kind("guide.html"),
+    "guide-sizing": Kind("guide.html"),
+    "calculator": Kind("calculator.html"),
+    "prices": Kind("prices.html"),
+    "model": Kind("model.html", has_content=False, subjects="models"),
+    "gpu": Kind("gpu.html", has_content=False, subjects="gpus"),
 }
+CONTENT_KEYS = tuple(key for key, kind in KINDS.items() if kind.has_content)
 
 
 @dataclass(frozen=True)
@@ -47,14 +64,15 @@ def page_url(lang: str, route: str, subject: str = "") -> str:
     return "/".join(part for part in parts if part) + "/"
 
 
-def plan_pages(site: Site) -> tuple[Page, ...]:
-    """Every page in every language, in route order then language order."""
+def plan_pages(site: Site, subjects: dict[str, Iterable[str]]) -> tuple[Page, ...]:
+    """Every page in every language: kinds in order, subjects in catalog order, then languages."""
     pages = []
     codes = [language.code for language in site.languages]
-    for key, template in TEMPLATES.items():
+    for key, kind in KINDS.items():
         routes = site.routes[key]
-        translations = tuple(Alternate(code, page_url(code, routes[code])) for code in codes)
-        default = Alternate("x-default", "" if key == "home" else translations[0].url)
-        for alternate in translations:
-            pages.append(Page(key, alternate.lang, alternate.url, template, (*translations, default)))
+        for subject in subjects.get(kind.subjects, ()) if kind.subjects else ("",):
+            translations = tuple(Alternate(code, page_url(code, routes[code], subject)) for code in codes)
+            default = Alternate("x-default", "" if key == "home" else translations[0].url)
+            for alternate in translations:
+                pages.append(Page(key, alternate.lang, alternate.url, kind.template, (*translations, default), subject))
     return tuple(pages)

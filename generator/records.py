@@ -98,6 +98,7 @@ class Rules:
     full_hf_parts: dict[str, float]
     lora_base_precision: str
     lora_margin: float
+    lora_paper_reduction: float
     qlora_bytes: float
     qlora_example_params_b: float
     qlora_example_gpu_gb: float
@@ -112,14 +113,18 @@ class Rules:
     weights_table_sizes_b: tuple[float, ...]
     chart_contexts: tuple[int, ...]
     example_model: str
+    example_size_b: float
+    heads_gpu: str
     tight_model: str
     mla_model: str
     small_model: str
     long_conversations: int
     busy_requests: int
+    busy_context: int
     small_context: int
     serving_precisions: tuple[str, ...]
     fine_tuning_methods: tuple[str, ...]
+    facts: dict[str, tuple[float, float]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
 

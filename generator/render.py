@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gettext
 import io
+import json
 import re
 import traceback
 from collections.abc import Callable, Iterable
@@ -25,6 +26,7 @@ from babel.messages.pofile import read_po
 from babel.numbers import format_currency, format_decimal, format_percent
 from markupsafe import Markup, escape
 
+from . import charts
 from .errors import BuildError
 from .load import ContentPage
 
@@ -50,6 +52,10 @@ class Formats:
     def gb(self, value: float) -> str:
         """Decimal gigabytes with at most one decimal: '1.120 GB', '42,9 GB'."""
         return f"{self.number(value, 1)}\u00a0GB"
+
+    def tokens(self, value: float) -> str:
+        """A context length in the short form axes use: '8k', '128k'."""
+        return f"{self.number(value / 1024)}k" if value >= 1024 else self.number(value)
 
     def money(self, value: float) -> str:
         return format_currency(value, self.currency, locale=self.lang)
@@ -97,6 +103,20 @@ def gettext_functions(translations: gettext.NullTranslations) -> dict[str, Calla
 BLANK_LINES = re.compile(r"\n\s*\n")
 
 
+def faq_json(faq: Iterable[tuple[Markup, Markup]]) -> Markup:
+    """JSON-LD FAQPage for a page's questions and answers (answers as plain text)."""
+    entities = [
+        {
+            "@type": "Question",
+            "name": Markup(question).striptags(),
+            "acceptedAnswer": {"@type": "Answer", "text": Markup(answer).striptags()},
+        }
+        for question, answer in faq
+    ]
+    data = {"@context": "https://schema.org", "@type": "FAQPage", "mainEntity": entities}
+    return Markup(json.dumps(data, ensure_ascii=False, sort_keys=True).replace("</", "<\\/"))
+
+
 @dataclass(frozen=True)
 class Content:
     """A content page rendered: title, description, body HTML and FAQ items."""
@@ -119,6 +139,8 @@ class Renderer:
             undefined=FailingUndefined,
         )
         self.env.filters["compact"] = lambda html: Markup(BLANK_LINES.sub("\n", str(html)).strip())
+        self.env.globals["faq_json"] = faq_json
+        self.env.globals["charts"] = charts
         self.strings = {lang: gettext_functions(load_translations(translations_dir, lang)) for lang in languages}
         self.markdown = markdown.Markdown(extensions=["toc"], output_format="html")
 

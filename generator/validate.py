@@ -311,12 +311,12 @@ def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
 
 
 RULE_SECTIONS = (
-    "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes serving_precisions fine_tuning_methods pages guides"
+    "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes serving_precisions fine_tuning_methods pages guides facts"
 ).split()
 FINE_TUNING_METHODS = ("qlora", "lora", "full", "full_hf")
 
 
-def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | None) -> Rules | None:
+def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | None, gpu_ids: set[str] | None = None) -> Rules | None:
     """rules.yaml: every constant with its source; names it refers to must exist."""
     if not isinstance(data, LineDict):
         problems.add_raw(f"{path}:1: rules: expected a mapping of sections")
@@ -333,15 +333,16 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     tuning.check_keys(FINE_TUNING_METHODS)
     full = _sourced(tuning, "full", ("bytes_per_param", "parts", "example_params_b", "source"), sources)
     full_hf = _sourced(tuning, "full_hf", ("bytes_per_param", "parts", "source"), sources)
-    lora = _sourced(tuning, "lora", ("base_precision", "margin", "source"), sources)
+    lora = _sourced(tuning, "lora", ("base_precision", "margin", "paper_reduction", "source"), sources)
     qlora = _sourced(tuning, "qlora", ("bytes_per_param", "example_params_b", "example_gpu_gb", "source"), sources)
     counts = _sourced(top, "gpu_counts", ("values", "source"), sources)
     fit = _sourced(top, "fit", ("min_free_fraction", "comfortable_requests", "context", "source"), sources)
     page_fields = ("model_contexts", "concurrent_requests", "card_sizes_gb", "weights_table_sizes_b", "chart_contexts", "source")
     pages = _sourced(top, "pages", page_fields, sources)
-    guide_fields = ("example_model", "tight_model", "mla_model", "small_model", "long_conversations", "busy_requests", "small_context")
+    guide_fields = ("example_model", "example_size_b", "heads_gpu", "tight_model", "mla_model", "small_model", "long_conversations", "busy_requests", "busy_context", "small_context")
     guides = _sourced(top, "guides", (*guide_fields, "source"), sources)
-    known_model = _known_model(model_ids)
+    known_model = _known(model_ids, "model", "models.yaml")
+    facts = _facts(top, sources)
     known = set(precisions or ())
     values = dict(
         serving_margin=margin and margin.get("value", fraction),
@@ -354,6 +355,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         full_hf_parts=full_hf and _parts(full_hf),
         lora_base_precision=lora and lora.get("base_precision", one_of(known, "precision")),
         lora_margin=lora and lora.get("margin", fraction),
+        lora_paper_reduction=lora and lora.get("paper_reduction", positive_number),
         qlora_bytes=qlora and qlora.get("bytes_per_param", positive_number),
         qlora_example_params_b=qlora and qlora.get("example_params_b", positive_number),
         qlora_example_gpu_gb=qlora and qlora.get("example_gpu_gb", positive_number),
@@ -368,26 +370,48 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         fit_context=fit and fit.get("context", positive_int),
         size_classes=_size_classes(top, model_ids),
         example_model=guides and guides.get("example_model", known_model),
+        example_size_b=guides and guides.get("example_size_b", positive_number),
+        heads_gpu=guides and guides.get("heads_gpu", _known(gpu_ids, "GPU", "gpus.yaml")),
         tight_model=guides and guides.get("tight_model", known_model),
         mla_model=guides and guides.get("mla_model", known_model),
         small_model=guides and guides.get("small_model", known_model),
         long_conversations=guides and guides.get("long_conversations", positive_int),
         busy_requests=guides and guides.get("busy_requests", positive_int),
+        busy_context=guides and guides.get("busy_context", positive_int),
         small_context=guides and guides.get("small_context", positive_int),
         serving_precisions=_name_list(top, "serving_precisions", known, "precision"),
         fine_tuning_methods=_name_list(top, "fine_tuning_methods", ("qlora", "lora", "full"), "method"),
     )
-    if top.failed or any(value is None for value in values.values()):
+    if top.failed or facts is None or any(value is None for value in values.values()):
         return None
-    return Rules(precisions=precisions, kv_precisions=kv_precisions, sources=sources, **values)
+    return Rules(precisions=precisions, kv_precisions=kv_precisions, facts=facts, sources=sources, **values)
 
 
-def _known_model(model_ids: set[str] | None) -> Callable[[Any], str]:
+def _facts(top: Entry, sources: dict[str, str]) -> dict[str, tuple[float, float]] | None:
+    """Published ranges: each a low and a high value with its source."""
+    section = top.section("facts")
+    if section is None:
+        return None
+    facts = {}
+    for name in section.data:
+        block = _sourced(section, str(name), ("low", "high", "source"), sources)
+        low, high = (block.get("low", positive_number), block.get("high", positive_number)) if block else (None, None)
+        if low is not None and high is not None and low > high:
+            block.report(block.data.line_of("low"), "low", f"{low} is more than high ({high})")
+        if low is not None and high is not None:
+            facts[str(name)] = (low, high)
+    top.failed = top.failed or section.failed
+    return None if section.failed else facts
+
+
+def _known(ids: set[str] | None, what: str, where: str) -> Callable[[Any], str]:
+    """An id that another catalog file must declare."""
+
     def check(value: Any) -> str:
-        model_id = slug(value)
-        if model_ids is not None and model_id not in model_ids:
-            raise Invalid(f"unknown model {describe(model_id)} (not in models.yaml)")
-        return model_id
+        ident = slug(value)
+        if ids is not None and ident not in ids:
+            raise Invalid(f"unknown {what} {describe(ident)} (not in {where})")
+        return ident
 
     return check
 
