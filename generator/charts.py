@@ -77,9 +77,12 @@ def grouped_bars(
             y = scale(value)
             body.append(
                 f'<rect class="s{position + 1}" x="{x0 + position * bar:.1f}" y="{y:.1f}" width="{bar - 2:.1f}" '
-                f'height="{HEIGHT - BOTTOM - y:.1f}"><title>{escape(name)} · {escape(series[position])}: {escape(label(value))}</title></rect>'
+                f'height="{HEIGHT - BOTTOM - y:.1f}">'
+                f"<title>{escape(name)} · {escape(series[position])}: {escape(label(value))}</title></rect>"
             )
-        body.append(f'<text class="tick" x="{x0 + slot * 0.4:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{escape(name)}</text>')
+        body.append(
+            f'<text class="tick" x="{x0 + slot * 0.4:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{escape(name)}</text>'
+        )
     body += _card_lines(scale, lines, low, high)
     legend, bottom = _legend(series, HEIGHT - 12)
     return _svg(chart_id, title, body + legend, height=round(bottom))
@@ -117,7 +120,9 @@ def lines_chart(
     x_scale = _log_scale(min(xs), max(xs), LEFT + 10, WIDTH - RIGHT - 10)
     body = _y_axis(y_scale, low, high, label)
     for x in xs:
-        body.append(f'<text class="tick" x="{x_scale(x):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{escape(x_label(x))}</text>')
+        body.append(
+            f'<text class="tick" x="{x_scale(x):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{escape(x_label(x))}</text>'
+        )
     body += _card_lines(y_scale, lines, low, high)
     for position, (name, row) in enumerate(series):
         points = " ".join(f"{x_scale(x):.1f},{y_scale(v):.1f}" for x, v in zip(xs, row, strict=True))
@@ -133,7 +138,10 @@ def stacked_bar(chart_id: str, title: str, parts: Sequence[tuple[str, float]], l
     body, x = [], 10.0
     for position, (name, value) in enumerate(parts):
         w = value / total * width
-        body.append(f'<rect class="s{position + 1}" x="{x:.1f}" y="10" width="{w:.1f}" height="34"><title>{escape(name)}: {escape(label(value))}</title></rect>')
+        body.append(
+            f'<rect class="s{position + 1}" x="{x:.1f}" y="10" width="{w:.1f}" height="34">'
+            f"<title>{escape(name)}: {escape(label(value))}</title></rect>"
+        )
         x += w
     legend, bottom = _legend([f"{name}: {label(value)}" for name, value in parts], 70)
     return _svg(chart_id, title, body + legend, height=round(bottom))

@@ -235,7 +235,11 @@ def model_page(catalog: Catalog, shop: Shop, model: Model) -> ModelPage:
                 shop.choose(many.total, arch.heads),
             )
         )
-    tuning = tuple(Need(m, need, shop.choose(need)) for m in rules.fine_tuning_methods for need in [memory.fine_tuning_gb(rules, model.params_b, m)])
+    tuning = tuple(
+        Need(m, need, shop.choose(need))
+        for m in rules.fine_tuning_methods
+        for need in [memory.fine_tuning_gb(rules, model.params_b, m)]
+    )
     return ModelPage(
         model=model,
         weights=weights,
@@ -305,7 +309,8 @@ def gpu_fit(catalog: Catalog, gpu: Gpu, model: Model, precision: str) -> GpuFit 
 
 def gpu_page(catalog: Catalog, shop: Shop, gpu: Gpu) -> GpuPage:
     rows = tuple(
-        GpuModelRow(model, tuple(gpu_fit(catalog, gpu, model, p) for p in catalog.rules.serving_precisions)) for model in catalog.models
+        GpuModelRow(model, tuple(gpu_fit(catalog, gpu, model, p) for p in catalog.rules.serving_precisions))
+        for model in catalog.models
     )
     return GpuPage(gpu, shop.markets.get(gpu.id), rows)
 
@@ -390,7 +395,9 @@ def vram_guide(catalog: Catalog, shop: Shop) -> VramGuide:
     low = Need("int4", low_need, shop.choose(low_need, example.arch.heads))
     saving = 1 - low.choice.best.price_per_hour / high.choice.best.price_per_hour if high.choice.best and low.choice.best else 0.0
     chart_models = [catalog.model(i) for i in dict.fromkeys(s.model for s in rules.size_classes)] + [mla]
-    chart = tuple(Series(m.name, tuple((t, memory.kv_cache_gb(m.arch, kv16, t)) for t in rules.chart_contexts)) for m in chart_models)
+    chart = tuple(
+        Series(m.name, tuple((t, memory.kv_cache_gb(m.arch, kv16, t)) for t in rules.chart_contexts)) for m in chart_models
+    )
     top = max(y for series in chart for _, y in series.points)
     return VramGuide(
         example=example,
@@ -474,7 +481,8 @@ def sizing_guide(catalog: Catalog) -> SizingGuide:
     example = catalog.model(rules.example_model)
     small, large = rules.fit_context, rules.busy_context
     weights = tuple(
-        (size, tuple(memory.weights_gb(size, rules.precisions[p]) for p in rules.serving_precisions)) for size in rules.weights_table_sizes_b
+        (size, tuple(memory.weights_gb(size, rules.precisions[p]) for p in rules.serving_precisions))
+        for size in rules.weights_table_sizes_b
     )
     return SizingGuide(
         weights=weights,

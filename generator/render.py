@@ -6,6 +6,7 @@ through gettext catalogs; never computes memory.
 
 from __future__ import annotations
 
+import functools
 import gettext
 import io
 import json
@@ -19,11 +20,12 @@ from typing import Any
 
 import jinja2
 import markdown
+from babel import Locale
 from babel.dates import format_date, format_time
 from babel.lists import format_list
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
-from babel.numbers import format_currency, format_decimal, format_percent
+from babel.numbers import NumberPattern, format_currency, format_percent, parse_pattern
 from markupsafe import Markup, escape
 
 from . import charts
@@ -39,15 +41,22 @@ class FailingUndefined(jinja2.StrictUndefined):
         self._fail_with_undefined_error()
 
 
+@functools.cache
+def _pattern(digits: int) -> NumberPattern:
+    """A grouped decimal pattern with up to `digits` decimals, parsed once."""
+    return parse_pattern("#,##0" + ("." + "#" * digits if digits else ""))
+
+
 class Formats:
     """Numbers, prices and dates written the way the page's language writes them."""
 
     def __init__(self, lang: str, currency: str) -> None:
         self.lang, self.currency = lang, currency
+        self.locale = Locale.parse(lang)
+        self.number = functools.lru_cache(maxsize=None)(self._number)  # type: ignore[method-assign]
 
-    def number(self, value: float, digits: int = 0) -> str:
-        pattern = "#,##0" + ("." + "#" * digits if digits else "")
-        return format_decimal(value, format=pattern, locale=self.lang)
+    def _number(self, value: float, digits: int = 0) -> str:
+        return _pattern(digits).apply(value, self.locale)
 
     def gb(self, value: float) -> str:
         """Decimal gigabytes with at most one decimal: '1.120 GB', '42,9 GB'."""
@@ -101,6 +110,7 @@ def gettext_functions(translations: gettext.NullTranslations) -> dict[str, Calla
 
 
 BLANK_LINES = re.compile(r"\n\s*\n")
+SEPARATOR = "\x1e"  # ASCII record separator: splits one rendered content template into its pieces
 
 
 def faq_json(faq: Iterable[tuple[Markup, Markup]]) -> Markup:
@@ -151,36 +161,42 @@ class Renderer:
         return {"lang": lang, "f": Formats(lang, currency), **self.strings[lang]}
 
     def content(self, page: ContentPage, context: dict[str, Any]) -> Content:
-        """Fill a Markdown page's placeholders with the build's figures, then convert it."""
+        """Fill a Markdown page's placeholders with the build's figures, then convert it.
+
+        Front matter and body are rendered as one template (compiled once), each piece at
+        its own line of the file, so errors name the right line.
+        """
         meta = page.meta
-        body = self._fill(page, page.body, page.body_line, context)
-        faq = tuple(
-            (
-                Markup(self._fill(page, item["q"], item.line, context).strip()),
-                self._markdown(self._fill(page, item["a"], item.line, context)),
-            )
-            for item in meta.get("faq", ())
-        )
+        pieces = [(meta.line_of("title"), meta["title"]), (meta.line_of("description"), meta["description"])]
+        for item in meta.get("faq", ()):
+            pieces += [(item.line_of("q"), item["q"]), (item.line_of("a"), item["a"])]
+        pieces.append((page.body_line, page.body))
+        filled = [text.strip("\n") for text in self._fill(page, pieces, context)]
+        title, description, *faq, body = filled
         return Content(
-            title=self._fill(page, meta["title"], meta.line_of("title"), context).strip(),
-            description=self._fill(page, meta["description"], meta.line_of("description"), context).strip(),
+            title=title.strip(),
+            description=description.strip(),
             body=self._markdown(body),
-            faq=faq,
+            faq=tuple((Markup(faq[i].strip()), self._markdown(faq[i + 1])) for i in range(0, len(faq), 2)),
         )
 
     def _markdown(self, source: str) -> Markup:
         self.markdown.reset()
         return Markup(self.markdown.convert(source))
 
-    def _fill(self, page: ContentPage, source: str, line: int, context: dict[str, Any]) -> str:
-        """Render Jinja placeholders in content; errors name the content file and line."""
-        padding = "{% import '_macros.html' as m with context %}" + "\n" * (line - 1)
+    def _fill(self, page: ContentPage, pieces: list[tuple[int, str]], context: dict[str, Any]) -> list[str]:
+        """Render content pieces (line, text) as one template; errors name the content file and line."""
+        source, line = ["{% import '_macros.html' as m with context %}"], 1
+        for start, text in pieces:
+            source.append("\n" * max(0, start - line) + text + SEPARATOR)
+            line = max(line, start) + text.count("\n")
         try:
-            code = self.env.compile(padding + source, name=page.path, filename=page.path)
-            return self.env.template_class.from_code(self.env, code, self.env.globals).render(context)
+            code = self.env.compile("".join(source), name=page.path, filename=page.path)
+            rendered = self.env.template_class.from_code(self.env, code, self.env.globals).render(context)
         except jinja2.TemplateSyntaxError as error:
             raise BuildError([f"{page.path}:{error.lineno}: template: {error.message}"]) from None
         except (jinja2.UndefinedError, TypeError, KeyError, AttributeError, StopIteration) as error:
             frames = [f.lineno for f in traceback.extract_tb(error.__traceback__) if f.filename == page.path]
             where = f"{page.path}:{frames[-1]}" if frames else page.path
             raise BuildError([f"{where}: template: {error or type(error).__name__}"]) from None
+        return rendered.split(SEPARATOR)[: len(pieces)]

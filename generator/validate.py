@@ -311,12 +311,15 @@ def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
 
 
 RULE_SECTIONS = (
-    "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes serving_precisions fine_tuning_methods pages guides facts"
+    "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
+    "serving_precisions fine_tuning_methods pages guides facts"
 ).split()
 FINE_TUNING_METHODS = ("qlora", "lora", "full", "full_hf")
 
 
-def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | None, gpu_ids: set[str] | None = None) -> Rules | None:
+def read_rules(
+    data: Any, path: str, problems: Problems, model_ids: set[str] | None, gpu_ids: set[str] | None = None
+) -> Rules | None:
     """rules.yaml: every constant with its source; names it refers to must exist."""
     if not isinstance(data, LineDict):
         problems.add_raw(f"{path}:1: rules: expected a mapping of sections")
@@ -339,7 +342,18 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     fit = _sourced(top, "fit", ("min_free_fraction", "comfortable_requests", "context", "source"), sources)
     page_fields = ("model_contexts", "concurrent_requests", "card_sizes_gb", "weights_table_sizes_b", "chart_contexts", "source")
     pages = _sourced(top, "pages", page_fields, sources)
-    guide_fields = ("example_model", "example_size_b", "heads_gpu", "tight_model", "mla_model", "small_model", "long_conversations", "busy_requests", "busy_context", "small_context")
+    guide_fields = (
+        "example_model",
+        "example_size_b",
+        "heads_gpu",
+        "tight_model",
+        "mla_model",
+        "small_model",
+        "long_conversations",
+        "busy_requests",
+        "busy_context",
+        "small_context",
+    )
     guides = _sourced(top, "guides", (*guide_fields, "source"), sources)
     known_model = _known(model_ids, "model", "models.yaml")
     facts = _facts(top, sources)

@@ -12,7 +12,20 @@ from generator.records import Gpu, Offer
 
 def gpu(gpu_id: str, memory_gb: float) -> Gpu:
     return Gpu(
-        gpu_id, gpu_id.upper(), gpu_id, "NVIDIA", "datacenter", memory_gb, "HBM3", 1.0, "SXM", "NVLink", True, 2024, (), "https://example.org/"
+        gpu_id,
+        gpu_id.upper(),
+        gpu_id,
+        "NVIDIA",
+        "datacenter",
+        memory_gb,
+        "HBM3",
+        1.0,
+        "SXM",
+        "NVLink",
+        True,
+        2024,
+        (),
+        "https://example.org/",
     )
 
 
