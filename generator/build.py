@@ -52,12 +52,12 @@ def _label(path: Path) -> str:
         return str(path)
 
 
-def choose_snapshot(options: Options, problems: Problems) -> tuple[Path | None, tuple[str, ...]]:
+def choose_snapshot(catalogs: Path, prices: Path | None, problems: Problems) -> tuple[Path | None, tuple[str, ...]]:
     """The snapshot to build from (newest unless named) and the names of the others."""
-    prices_dir = options.catalogs / "prices"
+    prices_dir = catalogs / "prices"
     found = snapshot_files(prices_dir)
-    if options.prices is not None:
-        chosen = options.prices
+    if prices is not None:
+        chosen = prices
     elif found:
         chosen = found[-1]
     else:
@@ -74,28 +74,42 @@ def declared_ids(data: object, key: str) -> set[str] | None:
     return {item.get("id") for item in data[key] if isinstance(item, dict)}
 
 
-def gather(options: Options, now: datetime | None = None) -> Inputs:
-    """Read and validate every input; raise one BuildError listing all problems."""
-    problems = Problems()
-    catalogs = options.catalogs
+def read_catalog(catalogs: Path, prices: Path | None, problems: Problems) -> Catalog | None:
+    """The catalogs and one price snapshot, validated; None when any of them has a problem."""
     paths = {name: catalogs / f"{name}.yaml" for name in ("models", "gpus", "rules")}
     raw = {name: read_yaml(path, _label(path), problems) for name, path in paths.items()}
     models = read_models(raw["models"], _label(paths["models"]), problems) if raw["models"] is not None else ()
     gpus = read_gpus(raw["gpus"], _label(paths["gpus"]), problems) if raw["gpus"] is not None else ()
     model_ids, gpu_ids = declared_ids(raw["models"], "models"), declared_ids(raw["gpus"], "gpus")
     rules = read_rules(raw["rules"], _label(paths["rules"]), problems, model_ids, gpu_ids) if raw["rules"] is not None else None
-    snapshot_path, earlier = choose_snapshot(options, problems)
+    snapshot_path, earlier = choose_snapshot(catalogs, prices, problems)
     snapshot = None
     if snapshot_path is not None:
         data = read_yaml(snapshot_path, _label(snapshot_path), problems)
         if data is not None:
             snapshot = read_snapshot(data, _label(snapshot_path), snapshot_path.stem, problems, gpu_ids)
+    if problems.found:
+        return None
+    return Catalog(models, gpus, rules, snapshot, earlier)
+
+
+def load_catalog(catalogs: Path = PROJECT / "catalogs", prices: Path | None = None) -> Catalog:
+    """The catalogs and a snapshot alone (no site, no content), or one BuildError."""
+    problems = Problems()
+    catalog = read_catalog(catalogs, prices, problems)
+    problems.raise_if_any()
+    return catalog
+
+
+def gather(options: Options, now: datetime | None = None) -> Inputs:
+    """Read and validate every input; raise one BuildError listing all problems."""
+    problems = Problems()
+    catalog = read_catalog(options.catalogs, options.prices, problems)
     site_path = options.content / "site.yaml"
     site_data = read_yaml(site_path, _label(site_path), problems)
     site = read_site(site_data, _label(site_path), problems, KINDS) if site_data is not None else None
     content = _read_content(options.content, site, problems) if site else {}
     problems.raise_if_any()
-    catalog = Catalog(models, gpus, rules, snapshot, earlier)
     warnings = _warnings(catalog, site, now or datetime.now(UTC))
     if options.strict and warnings:
         raise BuildError([*warnings, "--strict: warnings are errors"])

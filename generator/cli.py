@@ -48,7 +48,7 @@ def build_command(catalogs: Path | None, content: Path | None, prices: Path | No
         click.echo(warning, err=True)
     summary = result.summary
     click.echo(
-        f"{result.pages} pages; {summary.written} files written, {summary.unchanged} unchanged, "
+        f"{result.pages} pages; {summary.written} file{'s' if summary.written != 1 else ''} written, {summary.unchanged} unchanged, "
         f"{summary.removed} removed in {result.seconds:.2f} s"
     )
 

@@ -177,8 +177,8 @@ class ContextFigures:
     tokens: int
     kv_one_gb: float
     kv_many_gb: float
-    serving_one: memory.Serving
-    serving_many: memory.Serving
+    serving_one: memory.Breakdown
+    serving_many: memory.Breakdown
     choice_one: Choice
     choice_many: Choice
 
@@ -196,7 +196,7 @@ class ModelPage:
     contexts: tuple[ContextFigures, ...]
     fine_tuning: tuple[Need, ...]
     valid_counts: tuple[int, ...]
-    breakdown: memory.Serving
+    breakdown: memory.Breakdown
     requests: int
 
 

@@ -90,27 +90,54 @@ def fine_tuning_gb(rules: Rules, params_b: float, method: str) -> float:
     raise ValueError(f"unknown fine-tuning method {method!r}")
 
 
+MODES = ("serve", "full", "lora", "qlora")
+
+
 @dataclass(frozen=True)
-class Serving:
-    """A detailed serving estimate and its parts, in GB."""
+class Breakdown:
+    """A memory need and its parts, in GB (a part a mode does not have is 0)."""
 
     weights: float
-    kv_cache: float
-    overhead: float
+    kv_cache: float = 0.0
+    gradients: float = 0.0
+    optimizer: float = 0.0
+    overhead: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.weights + self.kv_cache + self.overhead
+        return self.weights + self.kv_cache + self.gradients + self.optimizer + self.overhead
+
+
+def memory_need(
+    rules: Rules, arch: Architecture, params_b: float, mode: str, precision: str, kv_precision: str, tokens: int, sequences: int
+) -> Breakdown:
+    """The calculator's figure for one mode: serving, full fine-tuning, LoRA or QLoRA.
+
+    Serving counts weights, the KV cache of `sequences` requests of `tokens` tokens and the
+    runtime overhead on both. Fine-tuning modes keep no KV cache and exclude activations;
+    their weights use the precision the method fixes, not `precision`.
+    """
+    if mode == "serve":
+        weights = weights_gb(params_b, rules.precisions[precision])
+        cache = kv_cache_gb(arch, rules.kv_precisions[kv_precision], tokens, sequences)
+        return Breakdown(weights, cache, overhead=(weights + cache) * rules.runtime_overhead)
+    if mode == "full":
+        parts = rules.full_parts
+        return Breakdown(params_b * parts["weights"], gradients=params_b * parts["gradients"], optimizer=params_b * parts["optimizer"])
+    if mode == "lora":
+        weights = weights_gb(params_b, rules.precisions[rules.lora_base_precision])
+        return Breakdown(weights, optimizer=weights * rules.lora_margin)
+    if mode == "qlora":
+        weights = weights_gb(params_b, rules.precisions[rules.qlora_base_precision])
+        return Breakdown(weights, optimizer=qlora_gb(params_b, rules.qlora_bytes) - weights)
+    raise ValueError(f"unknown mode {mode!r}")
 
 
 def serving_breakdown(
     rules: Rules, arch: Architecture, params_b: float, precision: str, kv_precision: str, tokens: int, sequences: int
-) -> Serving:
+) -> Breakdown:
     """Serving a model at a context and concurrency: weights, cache and runtime overhead."""
-    weights = weights_gb(params_b, rules.precisions[precision])
-    cache = kv_cache_gb(arch, rules.kv_precisions[kv_precision], tokens, sequences)
-    overhead = serving_detailed_gb(weights, cache, rules.runtime_overhead) - weights - cache
-    return Serving(weights, cache, overhead)
+    return memory_need(rules, arch, params_b, "serve", precision, kv_precision, tokens, sequences)
 
 
 def max_context_tokens(arch: Architecture, kv_bytes: float, budget_bytes: float, limit: int) -> int:

@@ -100,6 +100,7 @@ class Rules:
     lora_margin: float
     lora_paper_reduction: float
     qlora_bytes: float
+    qlora_base_precision: str
     qlora_example_params_b: float
     qlora_example_gpu_gb: float
     gpu_counts: tuple[int, ...]

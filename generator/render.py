@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,8 @@ class Formats:
         self.number = functools.lru_cache(maxsize=None)(self._number)  # type: ignore[method-assign]
 
     def _number(self, value: float, digits: int = 0) -> str:
-        return _pattern(digits).apply(value, self.locale)
+        # Decimal(value) is the float's exact value, as the browser's Intl.NumberFormat rounds it.
+        return _pattern(digits).apply(Decimal(value), self.locale)
 
     def gb(self, value: float) -> str:
         """Decimal gigabytes with at most one decimal: '1.120 GB', '42,9 GB'."""

@@ -337,7 +337,7 @@ def read_rules(
     full = _sourced(tuning, "full", ("bytes_per_param", "parts", "example_params_b", "source"), sources)
     full_hf = _sourced(tuning, "full_hf", ("bytes_per_param", "parts", "source"), sources)
     lora = _sourced(tuning, "lora", ("base_precision", "margin", "paper_reduction", "source"), sources)
-    qlora = _sourced(tuning, "qlora", ("bytes_per_param", "example_params_b", "example_gpu_gb", "source"), sources)
+    qlora = _sourced(tuning, "qlora", ("bytes_per_param", "base_precision", "example_params_b", "example_gpu_gb", "source"), sources)
     counts = _sourced(top, "gpu_counts", ("values", "source"), sources)
     fit = _sourced(top, "fit", ("min_free_fraction", "comfortable_requests", "context", "source"), sources)
     page_fields = ("model_contexts", "concurrent_requests", "card_sizes_gb", "weights_table_sizes_b", "chart_contexts", "source")
@@ -371,6 +371,7 @@ def read_rules(
         lora_margin=lora and lora.get("margin", fraction),
         lora_paper_reduction=lora and lora.get("paper_reduction", positive_number),
         qlora_bytes=qlora and qlora.get("bytes_per_param", positive_number),
+        qlora_base_precision=qlora and qlora.get("base_precision", one_of(known, "precision")),
         qlora_example_params_b=qlora and qlora.get("example_params_b", positive_number),
         qlora_example_gpu_gb=qlora and qlora.get("example_gpu_gb", positive_number),
         gpu_counts=counts and _numbers(counts, "values", positive_int),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import shutil
@@ -66,14 +67,24 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@contextlib.contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """Serve a folder on 127.0.0.1 in a thread; yields the origin, like http://127.0.0.1:PORT."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.fixture(scope="session")
 def site_url(built_site: Path) -> Iterator[str]:
     """The built site served on 127.0.0.1 for the browser tests."""
-    handler = functools.partial(_QuietHandler, directory=str(built_site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serve(built_site) as origin:
+        yield origin
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -103,9 +103,7 @@ def test_guide_cells_match_the_engine_and_sizing(built_site):
             assert int(cell["data-count"]) == choice.best.total_gpus
             assert float(cell["data-price-hour"]) == choice.best.price_per_hour
         expected = [
-            (memory.fine_tuning_gb(rules, size.size_b, method), size)
-            for size in rules.size_classes
-            for method in rules.fine_tuning_methods
+            (memory.fine_tuning_gb(rules, size.size_b, method), size) for size in rules.size_classes for method in rules.fine_tuning_methods
         ]
         for cell, (need, _) in zip(tuning, expected, strict=True):
             assert float(cell["data-need-gb"]) == need
@@ -125,10 +123,7 @@ def test_known_cells_read_as_a_person_sees_them(built_site):
     # Full fine-tuning of a 70B: 1,120 GB on 8 x H200 (1,128 GB).
     assert es["ajuste"][11]["text"] == "1.120 GB 8 × H200 desde 27,52 US$ por hora el conjunto (3,44 US$ por GPU-hora) justo"
     # Full fine-tuning of a 405B: 6,480 GB, more than one 8-GPU machine.
-    assert (
-        en["fine-tuning"][14]["text"]
-        == "6,480 GB 3 machines of 8 × B300 from $126.96 per hour for the set ($5.29 per GPU-hour) tight"
-    )
+    assert en["fine-tuning"][14]["text"] == "6,480 GB 3 machines of 8 × B300 from $126.96 per hour for the set ($5.29 per GPU-hour) tight"
 
 
 def test_snapshot_line_language_switcher_and_hreflang(built_site):
@@ -145,10 +140,7 @@ def test_snapshot_line_language_switcher_and_hreflang(built_site):
 def test_faq_answers_are_computed(built_site):
     html = (built_site / "en/guides/gpu-memory/index.html").read_text()
     assert "<li>4-bit (INT4), 42\xa0GB: yes, on 1 × L40S, RTX A6000, or RTX 6000 Ada.</li>" in html
-    assert (
-        "<li>Full fine-tuning needs 128\xa0GB: it does not fit; the smallest configuration that holds it is 1 × H200.</li>"
-        in html
-    )
+    assert "<li>Full fine-tuning needs 128\xa0GB: it does not fit; the smallest configuration that holds it is 1 × H200.</li>" in html
     assert re.search(r"An H100 started at \$2\.07 per GPU-hour and an RTX 4090 at\s+\$0\.38", html)
 
 
@@ -162,9 +154,7 @@ def test_prices_option_and_newest_snapshot(inputs):
     assert picked.snapshot.name == "2026-10-31T16-52Z"
     assert picked.earlier_snapshots == ("2026-11-07T09-00Z",)
     build(options_for(inputs), now=NOW)
-    assert "An H100 started at $1.99 per GPU-hour" in " ".join(
-        (inputs / "site/en/guides/gpu-memory/index.html").read_text().split()
-    )
+    assert "An H100 started at $1.99 per GPU-hour" in " ".join((inputs / "site/en/guides/gpu-memory/index.html").read_text().split())
 
 
 def test_stale_snapshot_warns_and_strict_fails(inputs):

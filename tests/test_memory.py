@@ -7,15 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from generator import memory
-from generator.build import Options, gather
+from generator.build import load_catalog
 from generator.records import Architecture, Attention
-
-from .conftest import NOW
 
 
 @pytest.fixture(scope="module")
 def catalog():
-    return gather(Options(), now=NOW).catalog
+    return load_catalog()
 
 
 def test_llama_3_1_70b_kv_cache_per_token_and_at_128k(catalog):
@@ -109,6 +107,26 @@ def test_serving_breakdown_adds_overhead_on_weights_and_cache(catalog):
     assert serving.weights == 70
     assert serving.kv_cache == pytest.approx(42.94967296)
     assert serving.total == pytest.approx((70 + 42.94967296) * 1.15)
+
+
+@pytest.mark.parametrize(
+    ("mode", "parts"),
+    [
+        ("full", (32, 0, 32, 192, 0)),
+        ("lora", (32, 0, 0, 6.4, 0)),
+        ("qlora", (8, 0, 0, 3.2, 0)),
+    ],
+)
+def test_fine_tuning_modes_split_into_their_parts(catalog, mode, parts):
+    arch = catalog.model("llama-3.1-8b").arch
+    need = memory.memory_need(catalog.rules, arch, 16, mode, "fp32", "bf16", 8192, 4)
+    assert (need.weights, need.kv_cache, need.gradients, need.optimizer, need.overhead) == pytest.approx(parts)
+    assert need.total == pytest.approx(sum(parts))
+
+
+def test_unknown_mode_is_refused(catalog):
+    with pytest.raises(ValueError, match="unknown mode 'dpo'"):
+        memory.memory_need(catalog.rules, catalog.model("llama-3.1-8b").arch, 8, "dpo", "bf16", "bf16", 1, 1)
 
 
 architectures = st.builds(

@@ -39,9 +39,7 @@ def test_every_message_is_translated_in_every_plural_form(lang):
     with (TRANSLATIONS_DIR / lang / "LC_MESSAGES" / "messages.po").open("rb") as handle:
         catalog = read_po(handle, locale=lang)
     empty = [
-        m.id
-        for m in catalog
-        if m.id and (not m.string or any(not s for s in (m.string if isinstance(m.string, tuple) else [m.string])))
+        m.id for m in catalog if m.id and (not m.string or any(not s for s in (m.string if isinstance(m.string, tuple) else [m.string])))
     ]
     assert empty == []
     assert len(catalog) >= 20

@@ -142,8 +142,6 @@ def test_chosen_configuration_holds_the_need_and_nothing_smaller_does(market, ne
             continue
         assert not other.memory_gb < best.memory_gb
         assert not (other.memory_gb == best.memory_gb and other.count < best.count)
-        assert not (
-            other.memory_gb == best.memory_gb and other.count == best.count and other.price_per_hour < best.price_per_hour
-        )
+        assert not (other.memory_gb == best.memory_gb and other.count == best.count and other.price_per_hour < best.price_per_hour)
     assert all(o.memory_gb == best.memory_gb and o.count == best.count for o in choice.options)
     assert [o.price_per_hour for o in choice.options] == sorted(o.price_per_hour for o in choice.options)

@@ -149,9 +149,7 @@ def test_content_placeholder_error_names_file_and_line(root):
     with pytest.raises(BuildError) as raised:
         check(options_for(root), now=NOW)
     line = line_of(root / "content/en/home.md", "taken_when")
-    assert raised.value.lines == [
-        f"content/en/home.md:{line}: template: 'generator.records.Snapshot object' has no attribute 'taken_when'"
-    ]
+    assert raised.value.lines == [f"content/en/home.md:{line}: template: 'generator.records.Snapshot object' has no attribute 'taken_when'"]
 
 
 def test_cli_reports_problems_with_exit_1_no_traceback_and_site_untouched(root):
@@ -166,8 +164,7 @@ def test_cli_reports_problems_with_exit_1_no_traceback_and_site_untouched(root):
     assert failed.returncode == 1
     assert failed.stdout == ""
     assert failed.stderr == (
-        "catalogs/models.yaml:17: llama-3.1-8b: kv_heads: expected a positive integer, got 'eight'\n"
-        "1 problem found; nothing was written.\n"
+        "catalogs/models.yaml:17: llama-3.1-8b: kv_heads: expected a positive integer, got 'eight'\n1 problem found; nothing was written.\n"
     )
     assert "Traceback" not in failed.stderr
     assert {p: p.read_bytes() for p in site.rglob("*") if p.is_file()} == before
