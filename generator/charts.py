@@ -80,9 +80,7 @@ def grouped_bars(
                 f'height="{HEIGHT - BOTTOM - y:.1f}">'
                 f"<title>{escape(name)} · {escape(series[position])}: {escape(label(value))}</title></rect>"
             )
-        body.append(
-            f'<text class="tick" x="{x0 + slot * 0.4:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{escape(name)}</text>'
-        )
+        body.append(f'<text class="tick" x="{x0 + slot * 0.4:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{escape(name)}</text>')
     body += _card_lines(scale, lines, low, high)
     legend, bottom = _legend(series, HEIGHT - 12)
     return _svg(chart_id, title, body + legend, height=round(bottom))
@@ -120,9 +118,7 @@ def lines_chart(
     x_scale = _log_scale(min(xs), max(xs), LEFT + 10, WIDTH - RIGHT - 10)
     body = _y_axis(y_scale, low, high, label)
     for x in xs:
-        body.append(
-            f'<text class="tick" x="{x_scale(x):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{escape(x_label(x))}</text>'
-        )
+        body.append(f'<text class="tick" x="{x_scale(x):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{escape(x_label(x))}</text>')
     body += _card_lines(y_scale, lines, low, high)
     for position, (name, row) in enumerate(series):
         points = " ".join(f"{x_scale(x):.1f},{y_scale(v):.1f}" for x, v in zip(xs, row, strict=True))

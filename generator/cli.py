@@ -20,9 +20,7 @@ def source_options(command):  # noqa: ANN001, ANN201 - a click decorator
     return command
 
 
-def options_from(
-    catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None = None
-) -> Options:
+def options_from(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None = None) -> Options:
     defaults = Options()
     return Options(
         catalogs=catalogs or defaults.catalogs,
@@ -71,9 +69,7 @@ def check_command(catalogs: Path | None, content: Path | None, prices: Path | No
 @source_options
 @click.option("--out", type=PATH, help="Output folder (default: the project's site/).")
 @click.option("--port", type=int, default=8000, show_default=True)
-def serve_command(
-    catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None, port: int
-) -> None:
+def serve_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None, port: int) -> None:
     """Preview the site on 127.0.0.1, rebuilding when a source file changes."""
     from .serve import serve
 

@@ -5,12 +5,13 @@ Uses the memory engine and sizing; knows nothing of templates or formatting.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from . import memory, sizing
-from .records import Catalog, Gpu, Model, SizeClass
+from .records import Architecture, Catalog, Gpu, Model, SizeClass
 from .sizing import Choice, Configuration, Market
 
 
@@ -101,8 +102,7 @@ def serving_table(catalog: Catalog, shop: Shop) -> Table:
         model = catalog.model(size.model)
         extra = comfort_gb(catalog, model)
         cells = tuple(
-            Cell(p, shop.choose(memory.serving_gb(rules, size.size_b, p), model.arch.heads, extra))
-            for p in rules.serving_precisions
+            Cell(p, shop.choose(memory.serving_gb(rules, size.size_b, p), model.arch.heads, extra)) for p in rules.serving_precisions
         )
         rows.append(Row(size, model, cells))
     return Table("serving", rules.serving_precisions, tuple(rows))
@@ -137,9 +137,7 @@ class MainGuide:
     @property
     def gpus(self) -> tuple[Gpu, ...]:
         """Every GPU the tables recommend, smallest memory first."""
-        found = {
-            o.gpu.id: o.gpu for t in (self.serving, self.fine_tuning) for r in t.rows for c in r.cells for o in c.choice.options
-        }
+        found = {o.gpu.id: o.gpu for t in (self.serving, self.fine_tuning) for r in t.rows for c in r.cells for o in c.choice.options}
         return tuple(sorted(found.values(), key=lambda g: (g.memory_gb, g.name)))
 
 
@@ -236,9 +234,7 @@ def model_page(catalog: Catalog, shop: Shop, model: Model) -> ModelPage:
             )
         )
     tuning = tuple(
-        Need(m, need, shop.choose(need))
-        for m in rules.fine_tuning_methods
-        for need in [memory.fine_tuning_gb(rules, model.params_b, m)]
+        Need(m, need, shop.choose(need)) for m in rules.fine_tuning_methods for need in [memory.fine_tuning_gb(rules, model.params_b, m)]
     )
     return ModelPage(
         model=model,
@@ -309,8 +305,7 @@ def gpu_fit(catalog: Catalog, gpu: Gpu, model: Model, precision: str) -> GpuFit 
 
 def gpu_page(catalog: Catalog, shop: Shop, gpu: Gpu) -> GpuPage:
     rows = tuple(
-        GpuModelRow(model, tuple(gpu_fit(catalog, gpu, model, p) for p in catalog.rules.serving_precisions))
-        for model in catalog.models
+        GpuModelRow(model, tuple(gpu_fit(catalog, gpu, model, p) for p in catalog.rules.serving_precisions)) for model in catalog.models
     )
     return GpuPage(gpu, shop.markets.get(gpu.id), rows)
 
@@ -395,9 +390,7 @@ def vram_guide(catalog: Catalog, shop: Shop) -> VramGuide:
     low = Need("int4", low_need, shop.choose(low_need, example.arch.heads))
     saving = 1 - low.choice.best.price_per_hour / high.choice.best.price_per_hour if high.choice.best and low.choice.best else 0.0
     chart_models = [catalog.model(i) for i in dict.fromkeys(s.model for s in rules.size_classes)] + [mla]
-    chart = tuple(
-        Series(m.name, tuple((t, memory.kv_cache_gb(m.arch, kv16, t)) for t in rules.chart_contexts)) for m in chart_models
-    )
+    chart = tuple(Series(m.name, tuple((t, memory.kv_cache_gb(m.arch, kv16, t)) for t in rules.chart_contexts)) for m in chart_models)
     top = max(y for series in chart for _, y in series.points)
     return VramGuide(
         example=example,
@@ -572,6 +565,7 @@ class SiteFigures:
     prices: PricesPage
     models: dict[str, ModelPage]
     gpus: dict[str, GpuPage]
+    calculator_json: str
 
 
 def site_figures(catalog: Catalog) -> SiteFigures:
@@ -585,4 +579,68 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         prices=prices_page(catalog, shop),
         models={m.id: model_page(catalog, shop, m) for m in catalog.models},
         gpus={g.id: gpu_page(catalog, shop, g) for g in catalog.gpus},
+        calculator_json=json.dumps(calculator_data(catalog, shop), sort_keys=True, separators=(",", ":")),
     )
+
+
+def calculator_extra_gb(catalog: Catalog, arch: Architecture, mode: str, kv_precision: str, context: int) -> float:
+    """Room a comfortable fit leaves in the calculator: more requests' cache at the chosen context."""
+    rules = catalog.rules
+    if mode != "serve":
+        return 0.0
+    cache = memory.kv_cache_gb(arch, rules.kv_precisions[kv_precision], context, rules.comfortable_requests)
+    return cache * (1 + rules.runtime_overhead)
+
+
+def calculator_choices(
+    catalog: Catalog, shop: Shop, arch: Architecture, mode: str, kv_precision: str, context: int, need_gb: float
+) -> tuple[tuple[Configuration, bool], ...]:
+    """Every configuration on offer that holds the need, smallest first, each flagged tight or not."""
+    rules = catalog.rules
+    extra = calculator_extra_gb(catalog, arch, mode, kv_precision, context)
+    holding = [c for c in shop.configurations if c.memory_gb >= need_gb and (mode != "serve" or arch.heads % c.count == 0)]
+    return tuple(
+        (c, sizing.is_tight(need_gb, c.memory_gb, extra, rules.min_free_fraction)) for c in sorted(holding, key=Configuration.order)
+    )
+
+
+def calculator_data(catalog: Catalog, shop: Shop) -> dict:
+    """What the calculator's JavaScript reads: rules, presets, GPUs and configurations on offer."""
+    rules = catalog.rules
+    models = []
+    for m in catalog.models:
+        a = m.arch.attention
+        attention = {"kind": a.kind, "window": a.window, "slidingLayers": a.sliding_layers, "latent": a.kv_lora_rank + a.qk_rope_head_dim}
+        models.append(
+            {
+                "id": m.id,
+                "name": m.name,
+                "params": m.params_b,
+                "layers": m.arch.layers,
+                "heads": m.arch.heads,
+                "kvHeads": m.arch.kv_heads,
+                "headDim": m.arch.head_dim,
+                "attention": attention,
+            }
+        )
+    return {
+        "precisions": rules.precisions,
+        "kvPrecisions": rules.kv_precisions,
+        "runtimeOverhead": rules.runtime_overhead,
+        "fullParts": rules.full_parts,
+        "loraBase": rules.lora_base_precision,
+        "loraMargin": rules.lora_margin,
+        "qloraBase": rules.qlora_base_precision,
+        "qloraBytes": rules.qlora_bytes,
+        "gpuCounts": list(rules.gpu_counts),
+        "minFreeFraction": rules.min_free_fraction,
+        "comfortableRequests": rules.comfortable_requests,
+        "limits": rules.calculator_limits,
+        "defaults": rules.calculator_defaults,
+        "currency": catalog.snapshot.currency,
+        "models": models,
+        "configurations": [
+            {"gpu": c.gpu.id, "name": c.gpu.name, "memory": c.gpu.memory_gb, "count": c.count, "price": c.price_per_hour}
+            for c in sorted(shop.configurations, key=Configuration.order)
+        ],
+    }

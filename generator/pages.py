@@ -10,18 +10,20 @@ from .records import Site
 
 @dataclass(frozen=True)
 class Kind:
-    """A kind of page: its template, whether content/<lang>/<key>.md holds its words, and its subjects."""
+    """A kind of page: its template, whether content/<lang>/<key>.md holds its words, its subjects,
+    and whether it shows prices (then it shows the snapshot's time too)."""
 
     template: str
     has_content: bool = True
     subjects: str = ""
+    prices: bool = True
 
 
 KINDS = {
-    "home": Kind("home.html"),
+    "home": Kind("home.html", prices=False),
     "guide-memory": Kind("guide.html"),
     "guide-vram": Kind("guide.html"),
-    "guide-sizing": Kind("guide.html"),
+    "guide-sizing": Kind("guide.html", prices=False),
     "calculator": Kind("calculator.html"),
     "prices": Kind("prices.html"),
     "model": Kind("model.html", has_content=False, subjects="models"),
@@ -48,6 +50,10 @@ class Page:
     template: str
     alternates: tuple[Alternate, ...]
     subject: str = ""
+
+    @property
+    def shows_prices(self) -> bool:
+        return KINDS[self.key].prices
 
     @property
     def output(self) -> str:

@@ -126,6 +126,8 @@ class Rules:
     serving_precisions: tuple[str, ...]
     fine_tuning_methods: tuple[str, ...]
     facts: dict[str, tuple[float, float]] = field(default_factory=dict)
+    calculator_limits: dict[str, float] = field(default_factory=dict)
+    calculator_defaults: dict[str, object] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
 

@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from babel.dates import format_date, format_time
 from babel.lists import format_list
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
-from babel.numbers import NumberPattern, format_currency, format_percent, parse_pattern
+from babel.numbers import format_currency, format_percent, get_decimal_symbol, get_group_symbol
 from markupsafe import Markup, escape
 
 from . import charts
@@ -42,10 +42,7 @@ class FailingUndefined(jinja2.StrictUndefined):
         self._fail_with_undefined_error()
 
 
-@functools.cache
-def _pattern(digits: int) -> NumberPattern:
-    """A grouped decimal pattern with up to `digits` decimals, parsed once."""
-    return parse_pattern("#,##0" + ("." + "#" * digits if digits else ""))
+_STEPS = [Decimal(1).scaleb(-digits) for digits in range(8)]
 
 
 class Formats:
@@ -53,12 +50,21 @@ class Formats:
 
     def __init__(self, lang: str, currency: str) -> None:
         self.lang, self.currency = lang, currency
-        self.locale = Locale.parse(lang)
+        locale = Locale.parse(lang)
+        self._separators = str.maketrans({",": get_group_symbol(locale=locale), ".": get_decimal_symbol(locale=locale)})
         self.number = functools.lru_cache(maxsize=None)(self._number)  # type: ignore[method-assign]
 
     def _number(self, value: float, digits: int = 0) -> str:
-        # Decimal(value) is the float's exact value, as the browser's Intl.NumberFormat rounds it.
-        return _pattern(digits).apply(Decimal(value), self.locale)
+        """Grouped, with up to `digits` decimals, rounded half to even: what Babel's '#,##0.#' writes.
+
+        A float is read as its shortest decimal form (repr), as Babel and the browser's
+        Intl.NumberFormat both read it: 0.05 is 0.05, not the binary 0.05000000000000000277.
+        """
+        rounded = Decimal(repr(value)).quantize(_STEPS[digits], rounding=ROUND_HALF_EVEN)
+        text = f"{rounded:,f}"
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+        return ("0" if text in ("-0", "") else text).translate(self._separators)
 
     def gb(self, value: float) -> str:
         """Decimal gigabytes with at most one decimal: '1.120 GB', '42,9 GB'."""
@@ -102,8 +108,12 @@ def load_translations(translations_dir: Path, lang: str) -> gettext.NullTranslat
 def gettext_functions(translations: gettext.NullTranslations) -> dict[str, Callable[..., Markup]]:
     """`_` and `ngettext` for templates: translated, escaped, then filled with %(name)s values."""
 
+    @functools.lru_cache(maxsize=None)
+    def plain(message: str) -> Markup:
+        return escape(translations.gettext(message))
+
     def _(message: str, **values: Any) -> Markup:
-        return escape(translations.gettext(message)) % values if values else escape(translations.gettext(message))
+        return plain(message) % values if values else plain(message)
 
     def ngettext(singular: str, plural: str, n: int, **values: Any) -> Markup:
         return escape(translations.ngettext(singular, plural, n)) % {"num": n, **values}
@@ -149,6 +159,7 @@ class Renderer:
             trim_blocks=True,
             lstrip_blocks=True,
             undefined=FailingUndefined,
+            keep_trailing_newline=True,
         )
         self.env.filters["compact"] = lambda html: Markup(BLANK_LINES.sub("\n", str(html)).strip())
         self.env.globals["faq_json"] = faq_json

@@ -93,9 +93,7 @@ def offered_configurations(gpus: Iterable[Gpu], offers: Iterable[Offer], counts:
     return tuple(found)
 
 
-def multi_machine_configurations(
-    gpus: Iterable[Gpu], offers: Iterable[Offer], count: int, need_gb: float
-) -> tuple[Configuration, ...]:
+def multi_machine_configurations(gpus: Iterable[Gpu], offers: Iterable[Offer], count: int, need_gb: float) -> tuple[Configuration, ...]:
     """Several `count`-GPU machines of one GPU, as many as the need takes and the snapshot has."""
     offers = tuple(offers)
     found = []

@@ -212,8 +212,7 @@ def unique(entry: Entry, name: str, value: Any, seen: dict[Any, int]) -> None:
 
 
 MODEL_FIELDS = (
-    "id name family size_label params_b active_params_b layers hidden heads kv_heads head_dim "
-    "native_context attention license source notes"
+    "id name family size_label params_b active_params_b layers hidden heads kv_heads head_dim native_context attention license source notes"
 ).split()
 ATTENTION_FIELDS = {
     "full": ("kind",),
@@ -312,14 +311,12 @@ def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
 
 RULE_SECTIONS = (
     "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
-    "serving_precisions fine_tuning_methods pages guides facts"
+    "serving_precisions fine_tuning_methods pages guides facts calculator"
 ).split()
 FINE_TUNING_METHODS = ("qlora", "lora", "full", "full_hf")
 
 
-def read_rules(
-    data: Any, path: str, problems: Problems, model_ids: set[str] | None, gpu_ids: set[str] | None = None
-) -> Rules | None:
+def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | None, gpu_ids: set[str] | None = None) -> Rules | None:
     """rules.yaml: every constant with its source; names it refers to must exist."""
     if not isinstance(data, LineDict):
         problems.add_raw(f"{path}:1: rules: expected a mapping of sections")
@@ -358,6 +355,10 @@ def read_rules(
     known_model = _known(model_ids, "model", "models.yaml")
     facts = _facts(top, sources)
     known = set(precisions or ())
+    limit_fields = ("max_params_b", "max_layers", "max_heads", "max_head_dim", "max_batch", "max_context")
+    calculator = _sourced(top, "calculator", ("defaults", *limit_fields, "source"), sources)
+    limits = {name: calculator.get(name, positive_number) for name in limit_fields} if calculator else None
+    defaults = _calculator_defaults(calculator, known, set(kv_precisions or ()), known_model) if calculator else None
     values = dict(
         serving_margin=margin and margin.get("value", fraction),
         runtime_overhead=overhead and overhead.get("value", fraction),
@@ -397,9 +398,30 @@ def read_rules(
         serving_precisions=_name_list(top, "serving_precisions", known, "precision"),
         fine_tuning_methods=_name_list(top, "fine_tuning_methods", ("qlora", "lora", "full"), "method"),
     )
-    if top.failed or facts is None or any(value is None for value in values.values()):
+    if top.failed or facts is None or limits is None or defaults is None or any(value is None for value in values.values()):
         return None
-    return Rules(precisions=precisions, kv_precisions=kv_precisions, facts=facts, sources=sources, **values)
+    extra = dict(facts=facts, calculator_limits=limits, calculator_defaults=defaults, sources=sources)
+    return Rules(precisions=precisions, kv_precisions=kv_precisions, **extra, **values)
+
+
+def _calculator_defaults(
+    calculator: Entry, precisions: set[str], kv_precisions: set[str], known_model: Callable[[Any], str]
+) -> dict[str, Any] | None:
+    """The state the calculator opens with: a catalog model, a mode, precisions and sizes."""
+    section = calculator.section("defaults")
+    if section is None:
+        return None
+    section.check_keys(("model", "mode", "weights", "kv", "batch", "context"))
+    defaults = {
+        "model": section.get("model", known_model),
+        "mode": section.get("mode", one_of(("serve", "full", "lora", "qlora"), "mode")),
+        "weights": section.get("weights", one_of(precisions, "precision")),
+        "kv": section.get("kv", one_of(kv_precisions, "KV precision")),
+        "batch": section.get("batch", positive_int),
+        "context": section.get("context", positive_int),
+    }
+    calculator.failed = calculator.failed or section.failed
+    return None if section.failed else defaults
 
 
 def _facts(top: Entry, sources: dict[str, str]) -> dict[str, tuple[float, float]] | None:

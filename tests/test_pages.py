@@ -8,20 +8,45 @@ from generator.records import Language, Site
 SITE = Site(
     base_url="https://example.org/guides/",
     languages=(Language("es", "Español"), Language("en", "English")),
-    routes={"home": {"es": "", "en": ""}, "guide-memory": {"es": "guias/memoria-gpu", "en": "guides/gpu-memory"}},
+    routes={
+        "home": {"es": "", "en": ""},
+        "guide-memory": {"es": "guias/memoria-gpu", "en": "guides/gpu-memory"},
+        "guide-vram": {"es": "guias/vram-llm", "en": "guides/llm-vram"},
+        "guide-sizing": {"es": "guias/dimensionar-inferencia", "en": "guides/inference-sizing"},
+        "calculator": {"es": "calculadora", "en": "calculator"},
+        "prices": {"es": "precios", "en": "prices"},
+        "model": {"es": "modelos", "en": "models"},
+        "gpu": {"es": "gpus", "en": "gpus"},
+    },
     stale_after_days=7,
 )
 
 
+SUBJECTS = {"models": ["llama-3.1-70b", "phi-4"], "gpus": ["h100-sxm"]}
+
+
+def test_every_kind_and_subject_in_every_language():
+    pages = plan_pages(SITE, SUBJECTS)
+    assert len(pages) == 2 * (6 + 2 + 1)
+    assert [p.url for p in pages if p.key == "model"] == [
+        "es/modelos/llama-3.1-70b/",
+        "en/models/llama-3.1-70b/",
+        "es/modelos/phi-4/",
+        "en/models/phi-4/",
+    ]
+    assert {p.template for p in pages} == {"home.html", "guide.html", "calculator.html", "prices.html", "model.html", "gpu.html"}
+    assert [p.shows_prices for p in pages if p.lang == "en" and not p.subject] == [False, True, True, False, True, True]
+
+
 def test_fixed_spanish_and_english_urls():
-    pages = {(p.key, p.lang): p for p in plan_pages(SITE)}
+    pages = {(p.key, p.lang): p for p in plan_pages(SITE, SUBJECTS)}
     assert pages[("home", "es")].url == "es/"
     assert pages[("guide-memory", "es")].url == "es/guias/memoria-gpu/"
     assert pages[("guide-memory", "en")].output == "en/guides/gpu-memory/index.html"
 
 
 def test_every_page_lists_all_translations_and_x_default():
-    pages = {(p.key, p.lang): p for p in plan_pages(SITE)}
+    pages = {(p.key, p.lang): p for p in plan_pages(SITE, SUBJECTS)}
     assert pages[("guide-memory", "en")].alternates == (
         Alternate("es", "es/guias/memoria-gpu/"),
         Alternate("en", "en/guides/gpu-memory/"),
@@ -31,7 +56,7 @@ def test_every_page_lists_all_translations_and_x_default():
 
 
 def test_alternates_are_reciprocal():
-    pages = plan_pages(SITE)
+    pages = plan_pages(SITE, SUBJECTS)
     by_url = {p.url: p for p in pages}
     for page in pages:
         for alternate in page.alternates:

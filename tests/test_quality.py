@@ -111,6 +111,6 @@ def test_print_style_hides_navigation(page: Page, site_url: str):
 
 def test_charts_have_a_text_alternative(page: Page, site_url: str):
     open_page(page, site_url + "/es/guias/vram-llm/")
-    chart = page.get_by_role("img", name="Caché KV a 16 bits según la longitud de contexto, una petición")
+    chart = page.get_by_role("img", name="Caché KV a 16 bits según la longitud del contexto, una petición")
     assert chart.count() == 1
     assert page.locator("figure figcaption").first.inner_text() != ""

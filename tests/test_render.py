@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from babel.messages.pofile import read_po
 
 from generator.build import TRANSLATIONS_DIR
@@ -34,7 +36,7 @@ def test_gigabytes_keep_one_decimal_at_most():
     assert [f.gb(v) for v in (42.94967296, 168.0, 45.5, 0.04)] == ["42,9\xa0GB", "168\xa0GB", "45,5\xa0GB", "0\xa0GB"]
 
 
-@pytest.mark.parametrize("lang", ["es", "en"])
+@pytest.mark.parametrize("lang", ["es", "en", "pt", "fr", "de"])
 def test_every_message_is_translated_in_every_plural_form(lang):
     with (TRANSLATIONS_DIR / lang / "LC_MESSAGES" / "messages.po").open("rb") as handle:
         catalog = read_po(handle, locale=lang)
@@ -48,7 +50,7 @@ def test_every_message_is_translated_in_every_plural_form(lang):
 def test_catalogs_hold_every_message_of_the_template():
     with (TRANSLATIONS_DIR / "messages.pot").open("rb") as handle:
         template = {m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id}
-    for lang in ("es", "en"):
+    for lang in ("es", "en", "pt", "fr", "de"):
         with (TRANSLATIONS_DIR / lang / "LC_MESSAGES" / "messages.po").open("rb") as handle:
             have = {m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id}
         assert template - have == set()
@@ -74,3 +76,16 @@ def test_message_template_is_up_to_date_with_the_templates():
     with (TRANSLATIONS_DIR / "messages.pot").open("rb") as handle:
         template = {m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id}
     assert found == template
+
+
+@settings(max_examples=300)
+@given(
+    value=st.one_of(st.floats(0, 1e12, allow_nan=False), st.integers(0, 10**12), st.sampled_from([0.05, 0.25, 1.05, 2.5, 42.95, 1120.45])),
+    digits=st.integers(0, 3),
+    lang=st.sampled_from(["es", "en", "pt", "fr", "de"]),
+)
+def test_fast_number_formatting_matches_babel(value, digits, lang):
+    from babel.numbers import format_decimal
+
+    pattern = "#,##0" + ("." + "#" * digits if digits else "")
+    assert Formats(lang, "USD").number(value, digits) == format_decimal(value, format=pattern, locale=lang)

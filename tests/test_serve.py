@@ -20,7 +20,7 @@ def test_serve_rebuilds_when_content_changes(inputs):
     server = subprocess.Popen([*command, "--out", "site", "--port", "0"], cwd=inputs, stdout=subprocess.PIPE, text=True)
     try:
         lines = [server.stdout.readline(), server.stdout.readline()]
-        assert lines[0].startswith("rebuilt: 7 written, 0 removed in ")
+        assert lines[0].startswith("rebuilt: 307 written, 0 removed in ")
         assert lines[1].startswith("serving ") and "http://127.0.0.1:" in lines[1]
         base = lines[1].split(" on ")[1].split(" ")[0]
         assert "Three questions come up" in fetch(base + "en/")

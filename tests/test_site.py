@@ -111,7 +111,7 @@ def test_faq_pages_carry_json_ld(built_site):
     data = json.loads(re.search(r'<script type="application/ld\+json">(.+?)</script>', html).group(1))
     assert data["@type"] == "FAQPage"
     assert data["mainEntity"][0]["name"] == "¿Cuánta memoria necesita un modelo de 70B?"
-    assert data["mainEntity"][0]["acceptedAnswer"]["text"].startswith("Para servirlo: 168\xa0GB a 16 bits")
+    assert data["mainEntity"][0]["acceptedAnswer"]["text"].startswith("Para servirlo: 168 GB a 16 bits, 84 GB a 8 bits")
 
 
 def test_gpus_not_on_offer_say_so(built_site):
