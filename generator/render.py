@@ -108,7 +108,7 @@ def load_translations(translations_dir: Path, lang: str) -> gettext.NullTranslat
 def gettext_functions(translations: gettext.NullTranslations) -> dict[str, Callable[..., Markup]]:
     """`_` and `ngettext` for templates: translated, escaped, then filled with %(name)s values."""
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def plain(message: str) -> Markup:
         return escape(translations.gettext(message))
 

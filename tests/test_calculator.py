@@ -293,9 +293,11 @@ def test_constants_come_from_the_build_json_only():
     numbers = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:e[+-]?\d+)?(?![\w.])", code))
     # Not rules: 0 and 1, 2 (a key and a value; two decimals of a width), 100 (percent), 1e9 (bytes per GB).
     assert numbers == {"0", "1", "2", "100", "1e9"}
-    data = (
-        json.loads(re.search(r'id="calculator-data">(.*?)</script>', (PROJECT / "templates/calculator.html").read_text() and "x").group(0))
-        if False
-        else None
-    )
-    assert data is None
+
+
+def test_the_page_carries_the_build_json(built_site):
+    html = (built_site / "en/calculator/index.html").read_text()
+    data = json.loads(re.search(r'<script type="application/json" id="calculator-data">(.*?)</script>', html, re.S).group(1))
+    assert data == json.loads(json.dumps(compute.calculator_data(CATALOG, SHOP)))
+    assert data["runtimeOverhead"] == RULES.runtime_overhead
+    assert len(data["models"]) == 28

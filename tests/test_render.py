@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from babel.messages.pofile import read_po
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from babel.messages.pofile import read_po
 
 from generator.build import TRANSLATIONS_DIR
 from generator.render import Formats, gettext_functions, load_translations
