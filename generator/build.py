@@ -10,7 +10,7 @@ from typing import Any
 
 from . import compute
 from .errors import BuildError, Problems
-from .load import ContentPage, read_content, read_yaml, snapshot_files
+from .load import ContentPage, read_content, read_yaml, snapshot_files, snapshot_time
 from .pages import CONTENT_KEYS, KINDS, plan_pages
 from .records import Catalog, Site
 from .render import Renderer
@@ -162,6 +162,7 @@ def render_site(inputs: Inputs) -> dict[str, bytes]:
         sizing=figures.sizing,
         calc=figures.calculator,
         fits=compute.fits,
+        snapshot_time=snapshot_time,
         url=lambda relative: site.base_path + relative,
         absolute=lambda relative: site.base_url + relative,
         link=lambda key, lang, subject="": site.base_path + links[(key, subject, lang)],

@@ -65,6 +65,36 @@ def check_command(catalogs: Path | None, content: Path | None, prices: Path | No
     )
 
 
+@main.group("prices")
+def prices_group() -> None:
+    """Import a marketplace export as a snapshot, or compare two snapshots."""
+
+
+@prices_group.command("import")
+@click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--taken-at", help="When the export was taken (UTC), e.g. 2026-11-07T09:00:00Z; default: the file's own taken_at field.")
+@click.option("--format", "kind", type=click.Choice(["csv", "json"]), help="Default: from the file's extension.")
+@click.option("--catalogs", type=PATH, help="Catalogs folder; the snapshot goes to CATALOGS/prices/.")
+@click.option("--currency", default="USD", show_default=True, help="Currency of the prices.")
+def prices_import(file: Path, taken_at: str | None, kind: str | None, catalogs: Path | None, currency: str) -> None:
+    """Validate a CSV or JSON export and write it as CATALOGS/prices/<UTC time>.yaml."""
+    from .prices import import_export
+
+    target = import_export(file, catalogs or Options().catalogs, kind, taken_at, currency)
+    click.echo(f"wrote {target}")
+
+
+@prices_group.command("diff")
+@click.argument("old", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument("new", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--catalogs", type=PATH, help="Catalogs folder with models.yaml, gpus.yaml and rules.yaml.")
+def prices_diff(old: Path, new: Path, catalogs: Path | None) -> None:
+    """Print what changes between two snapshots: lowest prices, GPUs on offer, guide-table cells."""
+    from .prices import diff
+
+    click.echo(diff(old, new, catalogs or Options().catalogs))
+
+
 @main.command("serve")
 @source_options
 @click.option("--out", type=PATH, help="Output folder (default: the project's site/).")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,13 @@ def read_yaml(path: Path, label: str, problems: Problems) -> Any:
 
 
 SNAPSHOT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}(-\d{2})?Z\.yaml$")
+
+
+def snapshot_time(name: str) -> datetime:
+    """The UTC moment a snapshot's file name stands for: 2026-10-31T16-52Z or 2026-10-31T16-52-30Z."""
+    stamp = name.removesuffix(".yaml").removesuffix("Z")
+    pattern = "%Y-%m-%dT%H-%M-%S" if stamp.count("-") == 4 else "%Y-%m-%dT%H-%M"
+    return datetime.strptime(stamp, pattern).replace(tzinfo=UTC)
 
 
 def snapshot_files(prices_dir: Path) -> list[Path]:

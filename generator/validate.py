@@ -626,7 +626,7 @@ def read_site(data: Any, path: str, problems: Problems, page_keys: Iterable[str]
     base_url = top.get("base_url", url)
     if base_url and not base_url.endswith("/"):
         top.report(data.line_of("base_url"), "base_url", f"expected a URL ending with '/', got {describe(base_url)}")
-    stale = top.get("stale_after_days", positive_number)
+    stale = top.get("stale_after_days", positive_number, required=False, default=7.0)
     languages = []
     for item in data.get("languages") or []:
         if not isinstance(item, LineDict):
