@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
+import os
+import pickle
 import time
+import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,16 +17,19 @@ from typing import Any
 from . import compute
 from .errors import BuildError, Problems
 from .load import ContentPage, read_content, read_yaml, snapshot_files, snapshot_time
-from .pages import CONTENT_KEYS, KINDS, plan_pages
+from .pages import CONTENT_KEYS, KINDS, Page, plan_pages
 from .records import Catalog, Site
 from .render import Renderer
 from .validate import read_gpus, read_models, read_rules, read_site, read_snapshot
-from .write import WriteSummary, write_site
+from .write import WriteSummary, up_to_date, write_site
 
 PROJECT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = PROJECT / "templates"
 TRANSLATIONS_DIR = PROJECT / "translations"
 STATIC_DIR = TEMPLATES_DIR / "static"
+
+
+ROOT_PAGES = ("index.html", "404.html")
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,7 @@ class Options:
     prices: Path | None = None
     out: Path = PROJECT / "site"
     strict: bool = False
+    jobs: int = min(2, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -144,11 +154,19 @@ def _warnings(catalog: Catalog, site: Site, now: datetime) -> tuple[str, ...]:
     return ()
 
 
-def render_site(inputs: Inputs) -> dict[str, bytes]:
-    """Every output file, as bytes, computed in memory before anything is written."""
+def subjects(catalog: Catalog) -> dict[str, list[str]]:
+    """The ids that pages are generated for, by kind of subject."""
+    return {"models": [m.id for m in catalog.models], "gpus": [g.id for g in catalog.gpus]}
+
+
+def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
+    """Every output file, as bytes, computed in memory before anything is written.
+
+    With jobs > 1 the pages are shared among forked processes (the rendering is pure).
+    """
     catalog, site = inputs.catalog, inputs.site
     figures = compute.site_figures(catalog)
-    pages = plan_pages(site, {"models": [m.id for m in catalog.models], "gpus": [g.id for g in catalog.gpus]})
+    pages = plan_pages(site, subjects(catalog))
     renderer = Renderer(TEMPLATES_DIR, TRANSLATIONS_DIR, [language.code for language in site.languages])
     links = {(page.key, page.subject, page.lang): page.url for page in pages}
     common: dict[str, Any] = dict(
@@ -167,20 +185,55 @@ def render_site(inputs: Inputs) -> dict[str, bytes]:
         absolute=lambda relative: site.base_url + relative,
         link=lambda key, lang, subject="": site.base_path + links[(key, subject, lang)],
     )
-    files: dict[str, bytes] = {}
-    for page in pages:
+
+    def render(page: Page) -> bytes:
         context = {**common, **renderer.language_context(page.lang, catalog.snapshot.currency), "page": page}
         if KINDS[page.key].has_content:
             context["content"] = renderer.content(inputs.content[(page.lang, page.key)], context)
-        files[page.output] = renderer.render(page.template, context).encode()
+        return renderer.render(page.template, context).encode()
+
+    renderer.prepare(catalog.snapshot.currency)
+    files = in_parallel(pages, render, jobs) if jobs > 1 else {page.output: render(page) for page in pages}
     first = site.languages[0].code
     root = {**common, **renderer.language_context(first, catalog.snapshot.currency), "pages": pages}
     root["not_found"] = [(language, renderer.strings[language.code]["_"]("Page not found")) for language in site.languages]
-    for name in ("index.html", "404.html", "sitemap.xml", "robots.txt"):
+    for name in (*ROOT_PAGES, "sitemap.xml", "robots.txt"):
         files[name] = renderer.render(name, root).encode()
     for path in sorted(STATIC_DIR.iterdir()):
         files[f"assets/{path.name}"] = path.read_bytes()
     return files
+
+
+def in_parallel(pages: tuple[Page, ...], render: Callable[[Page], bytes], jobs: int) -> dict[str, bytes]:
+    """Render pages in `jobs` processes: forked children take every jobs-th page, the parent the rest."""
+    children = []
+    for job in range(1, jobs):
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: render its share, send it back, leave without cleanup
+            os.close(reader)
+            try:
+                payload = ("ok", {p.output: render(p) for p in pages[job::jobs]})
+            except BuildError as error:
+                payload = ("problems", error.lines)
+            except BaseException:  # noqa: BLE001 - reported by the parent
+                payload = ("crash", traceback.format_exc())
+            with os.fdopen(writer, "wb") as stream:
+                pickle.dump(payload, stream)
+            os._exit(0)
+        os.close(writer)
+        children.append((pid, reader))
+    files = {p.output: render(p) for p in pages[0::jobs]}
+    for pid, reader in children:
+        with os.fdopen(reader, "rb") as stream:
+            kind, value = pickle.load(stream)
+        os.waitpid(pid, 0)
+        if kind == "problems":
+            raise BuildError(value)
+        if kind == "crash":
+            raise RuntimeError(f"a rendering process failed:\n{value}")
+        files.update(value)
+    return {p.output: files[p.output] for p in pages}
 
 
 @dataclass(frozen=True)
@@ -191,13 +244,36 @@ class BuildResult:
     pages: int
 
 
+def fingerprint(options: Options, inputs: Inputs) -> str:
+    """A digest of everything the output depends on: sources, code and library versions.
+
+    The output never depends on the time, so equal fingerprints mean byte-identical sites.
+    """
+    digest = hashlib.sha256()
+    snapshot = options.prices or options.catalogs / "prices" / f"{inputs.catalog.snapshot.name}.yaml"
+    files = [options.catalogs / f"{name}.yaml" for name in ("models", "gpus", "rules")] + [snapshot]
+    for folder in (options.content, TEMPLATES_DIR, TRANSLATIONS_DIR, PROJECT / "generator"):
+        files += sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    names = ",".join(inputs.catalog.earlier_snapshots)
+    versions = ",".join(f"{name}={importlib.metadata.version(name)}" for name in ("jinja2", "markdown", "babel", "pyyaml"))
+    digest.update(f"{names}|{versions}".encode())
+    return digest.hexdigest()
+
+
 def build(options: Options, now: datetime | None = None) -> BuildResult:
-    """Gather, compute and render everything; only then write the output folder."""
+    """Gather, compute and render everything; only then write the output folder.
+
+    A folder already built from the same inputs is checked and left as it is.
+    """
     started = time.perf_counter()
     inputs = gather(options, now)
-    files = render_site(inputs)
-    summary = write_site(options.out, files)
-    pages = sum(1 for name in files if name.endswith(".html"))
+    stamp = fingerprint(options, inputs)
+    pages = len(plan_pages(inputs.site, subjects(inputs.catalog))) + len(ROOT_PAGES)
+    summary = up_to_date(options.out, stamp)
+    if summary is None:
+        summary = write_site(options.out, render_site(inputs, options.jobs), stamp)
     return BuildResult(summary, time.perf_counter() - started, inputs.warnings, pages)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
@@ -103,7 +104,8 @@ def serve_command(catalogs: Path | None, content: Path | None, prices: Path | No
     """Preview the site on 127.0.0.1, rebuilding when a source file changes."""
     from .serve import serve
 
-    serve(options_from(catalogs, content, prices, strict, out), port)
+    # One process: the preview server's threads and forked renderers do not mix.
+    serve(dataclasses.replace(options_from(catalogs, content, prices, strict, out), jobs=1), port)
 
 
 if __name__ == "__main__":

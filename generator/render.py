@@ -166,12 +166,24 @@ class Renderer:
         self.env.globals["charts"] = charts
         self.strings = {lang: gettext_functions(load_translations(translations_dir, lang)) for lang in languages}
         self.markdown = markdown.Markdown(extensions=["toc"], output_format="html")
+        self._contexts: dict[tuple[str, str], dict[str, Any]] = {}
 
     def render(self, template: str, context: dict[str, Any]) -> str:
         return self.env.get_template(template).render(context)
 
     def language_context(self, lang: str, currency: str) -> dict[str, Any]:
-        return {"lang": lang, "f": Formats(lang, currency), **self.strings[lang]}
+        """Formats and strings of one language, made once and shared by its pages."""
+        key = (lang, currency)
+        if key not in self._contexts:
+            self._contexts[key] = {"lang": lang, "f": Formats(lang, currency), **self.strings[lang]}
+        return self._contexts[key]
+
+    def prepare(self, currency: str) -> None:
+        """Compile every template and load every locale now, before pages are shared among processes."""
+        for name in self.env.list_templates(filter_func=lambda name: not name.startswith("static/")):
+            self.env.get_template(name)
+        for lang in self.strings:
+            self.language_context(lang, currency)
 
     def content(self, page: ContentPage, context: dict[str, Any]) -> Content:
         """Fill a Markdown page's placeholders with the build's figures, then convert it.

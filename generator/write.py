@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +28,44 @@ def _target(root: Path, relative: str) -> Path:
     return target
 
 
-def write_site(out_dir: Path, files: dict[str, bytes] | list[tuple[str, bytes]]) -> WriteSummary:
+def _digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def _manifest(root: Path) -> dict:
+    try:
+        return json.loads((root / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def up_to_date(out_dir: Path, fingerprint: str) -> WriteSummary | None:
+    """The summary of a rebuild that would change nothing, or None when the folder needs a build.
+
+    The folder is up to date when its manifest records this fingerprint of the inputs and every
+    file it lists is there with the bytes it recorded; any other file is removed, as a build would.
+    """
+    root = out_dir.resolve()
+    manifest = _manifest(root)
+    if manifest.get("fingerprint") != fingerprint:
+        return None
+    recorded = manifest.get("files", {})
+    for relative, digest in recorded.items():
+        try:
+            if _digest((root / relative).read_bytes()) != digest:
+                return None
+        except OSError:
+            return None
+    keep = {_target(root, relative) for relative in recorded}
+    removed = _remove_others(root, {*keep, root / MARKER})
+    return WriteSummary(0, len(recorded), removed)
+
+
+def write_site(out_dir: Path, files: dict[str, bytes] | list[tuple[str, bytes]], fingerprint: str = "") -> WriteSummary:
     """Write every file whose bytes changed, and remove the files that no longer belong.
 
-    Refuses a path given twice, and refuses to empty a folder it did not create.
+    Refuses a path given twice, and refuses to empty a folder it did not create. Records the
+    inputs' fingerprint and each file's digest in the folder's marker, for up_to_date.
     """
     items = list(files.items()) if isinstance(files, dict) else list(files)
     seen: set[str] = set()
@@ -42,8 +78,7 @@ def write_site(out_dir: Path, files: dict[str, bytes] | list[tuple[str, bytes]])
         raise BuildError([f"{out_dir}: not empty and not a gpumem site (no {MARKER}); refusing to replace it"])
     targets = {_target(root, relative): content for relative, content in items}
     root.mkdir(parents=True, exist_ok=True)
-    if not (root / MARKER).exists():
-        (root / MARKER).write_bytes(b"Built by gpumem: files here are replaced on every build.\n")
+    (root / MARKER).write_text(json.dumps({"fingerprint": "", "files": {}}), encoding="utf-8")
     written = unchanged = 0
     for target, content in targets.items():
         try:
@@ -58,6 +93,12 @@ def write_site(out_dir: Path, files: dict[str, bytes] | list[tuple[str, bytes]])
         os.replace(temporary, target)
         written += 1
     removed = _remove_others(root, {*targets, root / MARKER})
+    manifest = {
+        "about": "Built by gpumem: files here are replaced on every build.",
+        "fingerprint": fingerprint,
+        "files": {relative: _digest(content) for relative, content in sorted(items)},
+    }
+    (root / MARKER).write_text(json.dumps(manifest, indent=0, sort_keys=True) + "\n", encoding="utf-8")
     return WriteSummary(written, unchanged, removed)
 
 

@@ -182,3 +182,47 @@ def test_cli_build_summary_and_check_writes_nothing(inputs):
     built = subprocess.run([*run, "build", *paths, "--out", "site"], cwd=inputs, capture_output=True, text=True)
     assert built.returncode == 0
     assert re.fullmatch(r"302 pages; 307 files written, 0 unchanged, 0 removed in \d+\.\d\d s\n", built.stdout)
+
+
+def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monkeypatch):
+    from generator import build as pipeline
+
+    build(options_for(inputs), now=NOW)
+    site = inputs / "site"
+    (site / "stray.html").write_text("left behind")
+    (site / "en/index.html").write_text("tampered")
+
+    def no_render(*args, **kwargs):
+        raise AssertionError("rendered although nothing changed")
+
+    monkeypatch.setattr(pipeline, "render_site", no_render)
+    with pytest.raises(AssertionError, match="rendered although nothing changed"):
+        build(options_for(inputs), now=NOW)  # the tampered page forces a real build
+    monkeypatch.undo()
+    repaired = build(options_for(inputs), now=NOW)
+    assert (repaired.summary.written, repaired.summary.removed) == (1, 1)
+    monkeypatch.setattr(pipeline, "render_site", no_render)
+    again = build(options_for(inputs), now=NOW)
+    assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 307, 0)
+
+
+def test_the_fingerprint_follows_every_input(inputs):
+    from generator.build import fingerprint
+
+    first = fingerprint(options_for(inputs), gather(options_for(inputs), now=NOW))
+    for path, old, new in [
+        ("content/de/home.md", "GPU", "GPU "),
+        ("catalogs/models.yaml", "params_b: 8.030261248", "params_b: 8.03"),
+        ("catalogs/rules.yaml", "value: 0.15", "value: 0.14"),
+    ]:
+        edit(inputs / path, old, new)
+        changed = fingerprint(options_for(inputs), gather(options_for(inputs), now=NOW))
+        assert changed != first, path
+        first = changed
+
+
+def test_parallel_and_single_process_rendering_give_the_same_bytes(inputs):
+    from generator.build import render_site
+
+    gathered = gather(options_for(inputs), now=NOW)
+    assert render_site(gathered, jobs=2) == render_site(gathered, jobs=1)
