@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import urllib.parse
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -509,6 +510,50 @@ class CalculatorPage:
     small_kv_gb: float
     small_total_gb: float
     small_cards: tuple[Gpu, ...]
+    default: CalculatorState
+
+
+@dataclass(frozen=True)
+class CalculatorState:
+    """The calculator's opening state, worked out at build time so the page shows it before any script runs."""
+
+    fields: dict[str, str]
+    need: memory.Breakdown
+    choices: tuple[tuple[Configuration, bool], ...]
+    valid_counts: tuple[int, ...]
+
+    @property
+    def query(self) -> str:
+        return urllib.parse.urlencode(self.fields)
+
+    @property
+    def parts(self) -> tuple[tuple[str, float], ...]:
+        """The parts a mode has (the others are zero), in the order the page lists them."""
+        names = ("weights", "kv_cache", "gradients", "optimizer", "overhead")
+        return tuple((name, getattr(self.need, name)) for name in names if getattr(self.need, name))
+
+
+def calculator_default(catalog: Catalog, shop: Shop) -> CalculatorState:
+    """The opening state of rules.yaml, computed the way the calculator's script computes it."""
+    d = catalog.rules.calculator_defaults
+    model = catalog.model(d["model"])
+    arch = model.arch
+    fields = {
+        "model": model.id,
+        "params": repr(model.params_b),
+        "layers": str(arch.layers),
+        "heads": str(arch.heads),
+        "kv_heads": str(arch.kv_heads),
+        "head_dim": str(arch.head_dim),
+        "mode": d["mode"],
+        "weights": d["weights"],
+        "kv": d["kv"],
+        "batch": str(d["batch"]),
+        "context": str(d["context"]),
+    }
+    need = memory.memory_need(catalog.rules, arch, model.params_b, d["mode"], d["weights"], d["kv"], d["context"], d["batch"])
+    choices = calculator_choices(catalog, shop, arch, d["mode"], d["kv"], d["context"], need.total)
+    return CalculatorState(fields, need, choices, sizing.valid_counts(catalog.rules.gpu_counts, arch.heads))
 
 
 def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
@@ -538,6 +583,7 @@ def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
         small_kv_gb=small_kv,
         small_total_gb=small_bf16 + small_kv,
         small_cards=tuple(sorted((g for g in holding if g.memory_gb == smallest), key=lambda g: g.name)),
+        default=calculator_default(catalog, shop),
     )
 
 

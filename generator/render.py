@@ -125,6 +125,22 @@ BLANK_LINES = re.compile(r"\n\s*\n")
 SEPARATOR = "\x1e"  # ASCII record separator: splits one rendered content template into its pieces
 
 
+def _unescaped(value: Any) -> Any:
+    """Strings as a reader sees them: escaped Markup turned back into text, inside lists and dicts too."""
+    if isinstance(value, Markup):
+        return value.unescape()
+    if isinstance(value, dict):
+        return {key: _unescaped(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_unescaped(item) for item in value]
+    return value
+
+
+def text_json(value: Any) -> Markup:
+    """JSON for a script element: the text of translated strings, safe inside HTML."""
+    return jinja2.utils.htmlsafe_json_dumps(_unescaped(value))
+
+
 def faq_json(faq: Iterable[tuple[Markup, Markup]]) -> Markup:
     """JSON-LD FAQPage for a page's questions and answers (answers as plain text)."""
     entities = [
@@ -164,6 +180,8 @@ class Renderer:
         self.env.filters["compact"] = lambda html: Markup(BLANK_LINES.sub("\n", str(html)).strip())
         self.env.globals["faq_json"] = faq_json
         self.env.globals["charts"] = charts
+        self.env.filters["text_json"] = text_json
+        self.env.globals["part_width"] = lambda part, total: f"{100 * part / total:.2f}%"
         self.strings = {lang: gettext_functions(load_translations(translations_dir, lang)) for lang in languages}
         self.markdown = markdown.Markdown(extensions=["toc"], output_format="html")
         self._contexts: dict[tuple[str, str], dict[str, Any]] = {}

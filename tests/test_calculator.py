@@ -301,3 +301,21 @@ def test_the_page_carries_the_build_json(built_site):
     assert data == json.loads(json.dumps(compute.calculator_data(CATALOG, SHOP)))
     assert data["runtimeOverhead"] == RULES.runtime_overhead
     assert len(data["models"]) == 28
+
+
+@pytest.mark.parametrize("lang", list(URLS))
+def test_the_page_opens_with_the_same_result_the_script_computes(page: Page, site_url: str, lang: str):
+    """The build writes the opening state's result, so nothing moves when the script takes over."""
+    page.goto(site_url + URLS[lang])
+    parts = ["#calc-parts", "#calc-options", "#calc-counts", "#calc-note", ".calc-total"]
+    served = [page.locator(selector).inner_html() for selector in parts]
+    served_bar = page.locator("#calc-bar").evaluate("bar => [...bar.children].map(s => s.className + ' ' + s.style.width)")
+    page.locator('[name="batch"]').dispatch_event("input")
+    assert [page.locator(selector).inner_html() for selector in parts] == served
+    assert page.locator("#calc-bar").evaluate("bar => [...bar.children].map(s => s.className + ' ' + s.style.width)") == served_bar
+    default = RULES.calculator_defaults
+    need, found = python_need(
+        raw_state(default["model"], default["mode"], default["weights"], default["kv"], default["batch"], default["context"])
+    )
+    assert total(page) == need.total
+    assert page.locator("#calc-options li").count() == len(found)

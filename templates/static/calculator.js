@@ -201,7 +201,7 @@
         list.appendChild(item);
         var segment = document.createElement("span");
         segment.className = "part-" + index;
-        segment.style.width = (100 * need[part] / need.total).toFixed(2) + "%";
+        segment.style.width = (100 * need[part] / need.total).toFixed(2) + "%";  // as part_width in render.py
         bar.appendChild(segment);
       });
       bar.setAttribute("aria-label", Array.prototype.map.call(list.children, function (li) { return li.textContent; }).join("; "));
@@ -248,10 +248,10 @@
       if (navigator.clipboard) navigator.clipboard.writeText(link.value).then(done, function () { document.execCommand("copy"); done(); });
       else { document.execCommand("copy"); done(); }
     });
-    writeForm(fromQuery(data, location.search));
-    form.hidden = false;
-    root.querySelector("#calc-output").hidden = false;
-    render();
+    if (location.search) {
+      writeForm(fromQuery(data, location.search));
+      render();
+    }
   }
 
   window.gpumemCalculator = { compute: compute, choices: choices, validate: validate, fromQuery: fromQuery, validCounts: validCounts };
