@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -56,10 +58,12 @@ def test_the_validator_reports_an_error(tmp_path):
 
 
 def open_page(page: Page, url: str) -> list[str]:
-    """Open a page, returning every console error and uncaught exception it raised."""
+    """Open a page, returning every console error, uncaught exception and request to another host."""
     errors: list[str] = []
+    origin = url.split("/", 3)[2]
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("request", lambda request: errors.append(f"request to {request.url}") if request.url.split("/", 3)[2] != origin else None)
     response = page.goto(url)
     assert response is not None and response.status == 200, url
     page.wait_for_load_state("load")
@@ -114,3 +118,39 @@ def test_charts_have_a_text_alternative(page: Page, site_url: str):
     chart = page.get_by_role("img", name="Caché KV a 16 bits según la longitud del contexto, una petición")
     assert chart.count() == 1
     assert page.locator("figure figcaption").first.inner_text() != ""
+
+
+def page_weight(site: Path, page: Path) -> int:
+    """A page's bytes with the stylesheets and scripts it loads from the site."""
+    html = page.read_text()
+    loaded = re.findall(r'<link rel="stylesheet" href="/([^"]+)"', html) + re.findall(r'<script src="/([^"]+)"', html)
+    return len(html.encode()) + sum((site / path).stat().st_size for path in loaded)
+
+
+def test_page_weight_budgets(built_site: Path):
+    weights = {str(p.relative_to(built_site)): page_weight(built_site, p) for p in built_site.rglob("*.html")}
+    calculators = {
+        path: w for path, w in weights.items() if path.split("/")[1:2] in (["calculadora"], ["calculator"], ["calculateur"], ["rechner"])
+    }
+    others = {path: w for path, w in weights.items() if path not in calculators}
+    assert len(calculators) == 5 and len(others) == 297
+    heaviest = max(others, key=others.get)
+    print(f"heaviest page: {heaviest} {others[heaviest]} bytes with its CSS and JavaScript; calculator {max(calculators.values())} bytes")
+    assert others[heaviest] <= 40_000, heaviest
+    assert max(calculators.values()) <= 100_000
+
+
+def test_no_page_loads_anything_from_another_host(built_site: Path):
+    loading = re.compile(r'<(?:link|script|img|iframe|source|video|audio|object|embed)\b[^>]*\b(?:src|href|data)="(https?:)?//', re.I)
+    offenders = []
+    for page in built_site.rglob("*.html"):
+        html = page.read_text()
+        for match in re.finditer(r"<link\b[^>]*>", html):
+            tag = match.group(0)
+            if 'rel="canonical"' in tag or 'rel="alternate"' in tag:
+                continue  # links to the page's own addresses, not requests
+            if re.search(r'href="(https?:)?//', tag):
+                offenders.append(f"{page}: {tag}")
+        offenders += [f"{page}: {m.group(0)}" for m in loading.finditer(html) if not m.group(0).startswith("<link")]
+    assert offenders == []
+    assert "url(" not in (built_site / "assets/style.css").read_text()

@@ -1,0 +1,23 @@
+"""Lighthouse 12 in Debian's Chromium on the Spanish main guide and calculator, against the budgets."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.lighthouse import BUDGETS, scores, under_budget
+
+
+@pytest.mark.parametrize("preset", ["mobile", "desktop"])
+@pytest.mark.parametrize("path", ["/es/guias/memoria-gpu/", "/es/calculadora/"])
+def test_lighthouse_scores_meet_the_budgets(site_url: str, path: str, preset: str):
+    found = scores(site_url + path, preset)
+    assert set(BUDGETS) <= set(found)
+    assert under_budget(found, preset) == []
+
+
+def test_the_budget_check_reports_a_low_score():
+    assert under_budget({"performance": 0.9, "accessibility": 1, "best-practices": 0.96, "seo": 1}, "mobile") == [
+        "performance 0.90 < 0.95",
+        "best-practices 0.96 < 1.00",
+    ]
+    assert under_budget({"performance": 0.9, "accessibility": 1, "best-practices": 1, "seo": 1}, "desktop") == []
