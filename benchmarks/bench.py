@@ -90,7 +90,8 @@ def weights(site: Path) -> dict[str, dict[str, tuple[int, int]]]:
         js = b"".join((site / p).read_bytes() for p in re.findall(r'<script src="/([^"]+)"', text))
         data = "".join(re.findall(r'<script type="application/(?:ld\+)?json"[^>]*>(.*?)</script>', text, re.S)).encode()
         parts = {"HTML": html, "CSS": css, "JS": js, "JSON (inline)": data, "total": html + css + js}
-        found[f"{kind} ({len(pages)} pages)"] = {name: (len(body), len(gzip.compress(body, 6)) if body else 0) for name, body in parts.items()}
+        sizes = {name: (len(body), len(gzip.compress(body, 6)) if body else 0) for name, body in parts.items()}
+        found[f"{kind} ({len(pages)} pages)"] = sizes
     return found
 
 

@@ -22,7 +22,9 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 LIGHTHOUSE = PROJECT / "node_modules/.bin/lighthouse"
-CHROME_FLAGS = "--headless=new --no-sandbox --disable-gpu --disable-background-networking --disable-component-update --disable-sync --no-first-run"
+CHROME_FLAGS = (
+    "--headless=new --no-sandbox --disable-gpu --disable-background-networking --disable-component-update --disable-sync --no-first-run"
+)
 # Budgets of the product: performance on mobile, and perfect scores for the rest.
 BUDGETS = {"performance": 0.95, "accessibility": 1.0, "best-practices": 1.0, "seo": 1.0}
 PAGES = {
