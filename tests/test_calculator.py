@@ -253,12 +253,20 @@ def test_keyboard_alone_drives_the_calculator(calculator: Page):
 def test_random_typing_never_shows_nan_infinity_or_undefined(calculator: Page):
     rng = random.Random(7)
     junk = ["", "0", "-1", "abc", "1e999", "NaN", "Infinity", "undefined", "1,5", ".", "9" * 30, " 12 ", "0.0000001", "1e-300", "٣"]
-    for _ in range(150):
-        field = rng.choice(["params", "layers", "heads", "kv_heads", "head_dim", "batch", "context"])
-        value = rng.choice(junk) if rng.random() < 0.5 else str(rng.choice([rng.randint(1, 5000), rng.uniform(0, 1e6)]))
-        fill(calculator, field, value)
-        if rng.random() < 0.2:
-            calculator.select_option('[name="mode"]', rng.choice(memory.MODES))
+    choices = {
+        "model": ["custom", *(m.id for m in CATALOG.models)],
+        "mode": list(memory.MODES),
+        "weights": list(RULES.precisions),
+        "kv": list(RULES.kv_precisions),
+    }
+    for _ in range(200):
+        field = rng.choice(["params", "layers", "heads", "kv_heads", "head_dim", "batch", "context", *choices])
+        if field in choices:
+            value = rng.choice(choices[field])
+            calculator.select_option(f'[name="{field}"]', value)
+        else:
+            value = rng.choice(junk) if rng.random() < 0.5 else str(rng.choice([rng.randint(1, 5000), rng.uniform(0, 1e6)]))
+            fill(calculator, field, value)
         text = calculator.locator("#calculator").inner_text()
         assert not re.search(r"NaN|Infinity|undefined|null", text), (field, value, text)
         assert calculator.locator('[data-result="total-gb"]').inner_text().strip() != ""
