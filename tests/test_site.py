@@ -133,7 +133,10 @@ def test_numbers_follow_a_catalog_and_price_change(inputs):
     build(options_for(inputs), now=NOW)
     model_page = inputs / "site/en/models/llama-3.1-70b/index.html"
     assert "A model with 70.55 billion parameters." in model_page.read_text()
+    calculator = inputs / "site/en/calculator/index.html"
+    assert "Mistral 7B v0.3 takes 29\xa0GB at FP32, 14.5\xa0GB at FP16" in calculator.read_text()
     edit(inputs / "catalogs/models.yaml", "params_b: 70.553706496", "params_b: 71.5")
+    edit(inputs / "catalogs/models.yaml", "params_b: 7.248023552", "params_b: 7.5")
     edit(inputs / f"catalogs/prices/{SNAPSHOT}", "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 1.87,")
     result = build(options_for(inputs), now=NOW)
     text = " ".join(model_page.read_text().split())
@@ -142,6 +145,7 @@ def test_numbers_follow_a_catalog_and_price_change(inputs):
     guide = " ".join((inputs / "site/en/guides/gpu-memory/index.html").read_text().split())
     assert "An H100 started at $1.87 per GPU-hour" in guide  # FAQ answer
     assert "H100 from $1.87 per GPU-hour" in guide  # table cell
+    assert "Mistral 7B v0.3 takes 30\xa0GB at FP32, 15\xa0GB at FP16" in calculator.read_text()  # calculator FAQ
     prices = (inputs / "site/es/precios/index.html").read_text()
     assert "1,87\xa0US$" in prices
     assert result.summary.written > 0
