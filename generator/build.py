@@ -81,7 +81,7 @@ def declared_ids(data: object, key: str) -> set[str] | None:
     """Ids a catalog file declares, valid or not, so references to them are not reported twice."""
     if not isinstance(data, dict) or not isinstance(data.get(key), list):
         return None
-    return {item.get("id") for item in data[key] if isinstance(item, dict)}
+    return {item["id"] for item in data[key] if isinstance(item, dict) and isinstance(item.get("id"), str)}
 
 
 def read_catalog(catalogs: Path, prices: Path | None, problems: Problems) -> Catalog | None:
@@ -98,7 +98,7 @@ def read_catalog(catalogs: Path, prices: Path | None, problems: Problems) -> Cat
         data = read_yaml(snapshot_path, _label(snapshot_path), problems)
         if data is not None:
             snapshot = read_snapshot(data, _label(snapshot_path), snapshot_path.stem, problems, gpu_ids)
-    if problems.found:
+    if problems.found or rules is None or snapshot is None:
         return None
     return Catalog(models, gpus, rules, snapshot, earlier)
 
@@ -108,6 +108,7 @@ def load_catalog(catalogs: Path = PROJECT / "catalogs", prices: Path | None = No
     problems = Problems()
     catalog = read_catalog(catalogs, prices, problems)
     problems.raise_if_any()
+    assert catalog is not None  # no problem means every part was read
     return catalog
 
 
@@ -120,6 +121,7 @@ def gather(options: Options, now: datetime | None = None) -> Inputs:
     site = read_site(site_data, _label(site_path), problems, KINDS) if site_data is not None else None
     content = _read_content(options.content, site, problems) if site else {}
     problems.raise_if_any()
+    assert catalog is not None and site is not None  # no problem means every part was read
     warnings = _warnings(catalog, site, now or datetime.now(UTC))
     if options.strict and warnings:
         raise BuildError([*warnings, "--strict: warnings are errors"])
@@ -212,6 +214,7 @@ def in_parallel(pages: tuple[Page, ...], render: Callable[[Page], bytes], jobs: 
         pid = os.fork()
         if pid == 0:  # the child: render its share, send it back, leave without cleanup
             os.close(reader)
+            payload: tuple[str, Any]
             try:
                 payload = ("ok", {p.output: render(p) for p in pages[job::jobs]})
             except BuildError as error:

@@ -73,13 +73,13 @@ class Shop:
         key = (need_gb, heads, extra_gb)
         if key not in self._choices:
             rules = self.catalog.rules
-            fit = dict(heads=heads, extra_gb=extra_gb, min_free_fraction=rules.min_free_fraction)
-            choice = sizing.smallest_configuration(need_gb, self.configurations, **fit)
+            free = rules.min_free_fraction
+            choice = sizing.smallest_configuration(need_gb, self.configurations, heads=heads, extra_gb=extra_gb, min_free_fraction=free)
             if not choice.options:
                 beyond = sizing.multi_machine_configurations(
                     self.catalog.gpus, self.catalog.snapshot.offers, max(rules.gpu_counts), need_gb
                 )
-                choice = sizing.smallest_configuration(need_gb, (), beyond=beyond, **fit)
+                choice = sizing.smallest_configuration(need_gb, (), heads=heads, extra_gb=extra_gb, min_free_fraction=free, beyond=beyond)
             self._choices[key] = choice
         return self._choices[key]
 

@@ -54,7 +54,7 @@ def parse_yaml(text: str, path: str, problems: Problems) -> Any:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
-        message = error.problem or error.context
+        message = error.problem or error.context or "invalid YAML"
         if error.context and error.problem and error.context_mark:
             message += f" ({error.context} started on line {error.context_mark.line + 1})"
         problems.add_raw(f"{where}: YAML syntax error: {message}", path, mark.line + 1 if mark else 0)
@@ -95,7 +95,7 @@ class ContentPage:
     """One Markdown file of content/<lang>/: its front matter and body."""
 
     path: str
-    meta: dict[str, Any]
+    meta: LineDict
     body: str
     body_line: int
 
@@ -117,7 +117,7 @@ def read_content(path: Path, label: str, problems: Problems) -> ContentPage | No
     meta = parse_yaml("\n" + match.group(1), label, problems)  # keep file line numbers
     if meta is None:
         return None
-    if not isinstance(meta, dict):
+    if not isinstance(meta, LineDict):
         problems.add_raw(f"{label}:2: front matter: expected a mapping of fields")
         return None
     body_line = match.group(0).count("\n") + 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .records import Site
@@ -70,7 +70,7 @@ def page_url(lang: str, route: str, subject: str = "") -> str:
     return "/".join(part for part in parts if part) + "/"
 
 
-def plan_pages(site: Site, subjects: dict[str, Iterable[str]]) -> tuple[Page, ...]:
+def plan_pages(site: Site, subjects: Mapping[str, Iterable[str]]) -> tuple[Page, ...]:
     """Every page in every language: kinds in order, subjects in catalog order, then languages."""
     pages = []
     codes = [language.code for language in site.languages]

@@ -45,7 +45,7 @@ def read_export(path: Path, kind: str, problems: Problems) -> tuple[list[Row], A
         if missing:
             raise BuildError([f"{path}:1: header: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}"])
         rows = [Row(f"{path}:{reader.line_num}", dict(row), f"line {reader.line_num}") for row in reader]
-        stamps = {row.values.get(f) for row in rows for f in TIME_FIELDS if row.values.get(f)}
+        stamps = {str(row.values[f]) for row in rows for f in TIME_FIELDS if row.values.get(f)}
         if len(stamps) > 1:
             problems.add_raw(f"{path}: taken_at: rows disagree on the time ({', '.join(sorted(stamps))})")
         return rows, next(iter(stamps), None)
@@ -78,7 +78,8 @@ def gpu_names(gpus: tuple[Gpu, ...]) -> dict[str, str]:
 
 def read_offer(row: Row, names: dict[str, str], seen: dict[str, str], problems: Problems) -> Offer | None:
     """One row as an offer on a catalog GPU; every problem reported with the row."""
-    values, found = row.values, {}
+    values = row.values
+    found: dict[str, Any] = {}
     machine = str(values.get("machine_id") or "").strip() or "?"
     checks = {"machine_id": text, "gpu": text, "gpus": _integer, "price_per_gpu_hour": _number, "country": text}
     for field, check in checks.items():
@@ -155,7 +156,8 @@ def import_export(path: Path, catalogs: Path, kind: str | None, taken_at: str | 
     catalog = load_catalog(catalogs)
     problems = Problems()
     rows, own_time = read_export(path, kind, problems)
-    names, seen = gpu_names(catalog.gpus), {}
+    names = gpu_names(catalog.gpus)
+    seen: dict[str, str] = {}
     offers = [offer for row in rows if (offer := read_offer(row, names, seen, problems))]
     if not rows:
         problems.add_raw(f"{path}: no offers (an export needs at least one row)")
@@ -169,6 +171,7 @@ def import_export(path: Path, catalogs: Path, kind: str | None, taken_at: str | 
         except Invalid as error:
             problems.add_raw(f"{'--taken-at' if taken_at else str(path)}: taken_at: {error}")
     problems.raise_if_any()
+    assert moment is not None  # a missing or bad time is a problem raised above
     target = catalogs / "prices" / snapshot_name(moment)
     content = snapshot_yaml(moment, currency, f"Imported from {path.name} by gpumem prices import", offers)
     check = Problems()
@@ -218,9 +221,9 @@ def table_cells(catalog: Catalog) -> dict[tuple[str, str, str], compute.Choice]:
             cells[(url, "serving", need.key)] = need.choice
         for need in page.fine_tuning:
             cells[(url, "fine-tuning", need.key)] = need.choice
-        for row in page.contexts:
-            cells[(url, f"{row.tokens} tokens", "1 request")] = row.choice_one
-            cells[(url, f"{row.tokens} tokens", f"{page.requests} requests")] = row.choice_many
+        for context in page.contexts:
+            cells[(url, f"{context.tokens} tokens", "1 request")] = context.choice_one
+            cells[(url, f"{context.tokens} tokens", f"{page.requests} requests")] = context.choice_many
     return cells
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class Rules:
     fine_tuning_methods: tuple[str, ...]
     facts: dict[str, tuple[float, float]] = field(default_factory=dict)
     calculator_limits: dict[str, float] = field(default_factory=dict)
-    calculator_defaults: dict[str, object] = field(default_factory=dict)
+    calculator_defaults: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
 

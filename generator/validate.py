@@ -162,7 +162,7 @@ class Entry:
                 self.report(self.data.line_of(key), key, f"unknown field{hint}")
 
 
-_EXPECTATIONS = {
+_EXPECTATIONS: dict[Callable[[Any], Any], str] = {
     positive_int: " (expected a positive integer)",
     positive_number: " (expected a positive number)",
     fraction: " (expected a fraction between 0 and 1)",
@@ -196,7 +196,7 @@ def entries(data: Any, key: str, path: str, problems: Problems) -> list[tuple[Li
         if not isinstance(item, LineDict):
             problems.add(path, data.line_of(key), f"entry {index}", key, f"expected a mapping of fields, got {describe(item)}")
             continue
-        ident = item.get("id") if isinstance(item.get("id"), str) else f"entry {index}"
+        ident = item["id"] if isinstance(item.get("id"), str) else f"entry {index}"
         found.append((item, ident))
     return found
 
@@ -223,7 +223,8 @@ ATTENTION_FIELDS = {
 
 def read_models(data: Any, path: str, problems: Problems) -> tuple[Model, ...]:
     """models.yaml: one typed Model per entry."""
-    models, seen = [], {}
+    models: list[Model] = []
+    seen: dict[Any, int] = {}
     for item, ident in entries(data, "models", path, problems):
         entry = Entry(problems, path, item, ident)
         entry.check_keys(MODEL_FIELDS)
@@ -281,7 +282,9 @@ GPU_FIELDS = (
 
 def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
     """gpus.yaml: one typed Gpu per entry; ids and aliases are unique across the file."""
-    gpus, seen, names = [], {}, {}
+    gpus: list[Gpu] = []
+    seen: dict[Any, int] = {}
+    names: dict[Any, int] = {}
     for item, ident in entries(data, "gpus", path, problems):
         entry = Entry(problems, path, item, ident)
         entry.check_keys(GPU_FIELDS)
@@ -359,7 +362,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     calculator = _sourced(top, "calculator", ("defaults", *limit_fields, "source"), sources)
     limits = {name: calculator.get(name, positive_number) for name in limit_fields} if calculator else None
     defaults = _calculator_defaults(calculator, known, set(kv_precisions or ()), known_model) if calculator else None
-    values = dict(
+    values: dict[str, Any] = dict(
         serving_margin=margin and margin.get("value", fraction),
         runtime_overhead=overhead and overhead.get("value", fraction),
         runtime_overhead_low=overhead and overhead.get("low", fraction),
@@ -398,10 +401,19 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         serving_precisions=_name_list(top, "serving_precisions", known, "precision"),
         fine_tuning_methods=_name_list(top, "fine_tuning_methods", ("qlora", "lora", "full"), "method"),
     )
-    if top.failed or facts is None or limits is None or defaults is None or any(value is None for value in values.values()):
+    if precisions is None or kv_precisions is None or facts is None or limits is None or defaults is None:
         return None
-    extra = dict(facts=facts, calculator_limits=limits, calculator_defaults=defaults, sources=sources)
-    return Rules(precisions=precisions, kv_precisions=kv_precisions, **extra, **values)
+    if top.failed or any(value is None for value in values.values()):
+        return None
+    return Rules(
+        precisions=precisions,
+        kv_precisions=kv_precisions,
+        facts=facts,
+        calculator_limits=limits,
+        calculator_defaults=defaults,
+        sources=sources,
+        **values,
+    )
 
 
 def _calculator_defaults(
@@ -432,10 +444,12 @@ def _facts(top: Entry, sources: dict[str, str]) -> dict[str, tuple[float, float]
     facts = {}
     for name in section.data:
         block = _sourced(section, str(name), ("low", "high", "source"), sources)
-        low, high = (block.get("low", positive_number), block.get("high", positive_number)) if block else (None, None)
+        if block is None:
+            continue
+        low, high = block.get("low", positive_number), block.get("high", positive_number)
         if low is not None and high is not None and low > high:
             block.report(block.data.line_of("low"), "low", f"{low} is more than high ({high})")
-        if low is not None and high is not None:
+        elif low is not None and high is not None:
             facts[str(name)] = (low, high)
     top.failed = top.failed or section.failed
     return None if section.failed else facts
@@ -572,7 +586,8 @@ def read_snapshot(data: Any, path: str, name: str, problems: Problems, gpu_ids: 
     elif not isinstance(items, list):
         top.report(data.line_of("offers"), "offers", f"expected a list of offers, got {describe(items)}")
         items = []
-    offers, seen = [], {}
+    offers: list[Offer] = []
+    seen: dict[Any, int] = {}
     for index, item in enumerate(items, start=1):
         offer = _read_offer(item, index, top, seen, gpu_ids)
         if offer:
