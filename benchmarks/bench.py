@@ -99,7 +99,7 @@ def recompute_ms(site: Path) -> float:
     """Median over 5 sets of the calculator's mean recompute time over 100 runs, in Chromium."""
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.lighthouse import served
+    from generator.serve import served
 
     script = """() => {
         const input = document.querySelector('[name="context"]');

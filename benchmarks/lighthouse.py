@@ -8,17 +8,14 @@ guide, the calculator and one model page in every language. Exits 1 if any page 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
-import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
-from collections.abc import Iterator
 from pathlib import Path
+
+from generator.serve import served
 
 PROJECT = Path(__file__).resolve().parent.parent
 LIGHTHOUSE = PROJECT / "node_modules/.bin/lighthouse"
@@ -34,23 +31,6 @@ PAGES = {
     "fr": ["", "guides/memoire-gpu/", "calculateur/", "modeles/llama-3.1-70b/"],
     "de": ["", "ratgeber/gpu-speicher/", "rechner/", "modelle/llama-3.1-70b/"],
 }
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def served(folder: Path) -> Iterator[str]:
-    """The folder on an HTTP server at 127.0.0.1; yields its origin."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def scores(url: str, preset: str) -> dict[str, float]:

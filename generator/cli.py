@@ -32,6 +32,11 @@ def options_from(catalogs: Path | None, content: Path | None, prices: Path | Non
     )
 
 
+def warn(warnings: tuple[str, ...]) -> None:
+    for warning in warnings:
+        click.echo(warning, err=True)
+
+
 @click.group()
 def main() -> None:
     """Build the GPU-memory guides from the catalogs, content and a price snapshot."""
@@ -43,8 +48,7 @@ def main() -> None:
 def build_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None) -> None:
     """Build the site; rewrite only files whose bytes change."""
     result = build(options_from(catalogs, content, prices, strict, out))
-    for warning in result.warnings:
-        click.echo(warning, err=True)
+    warn(result.warnings)
     summary = result.summary
     click.echo(
         f"{result.pages} pages; {summary.written} file{'s' if summary.written != 1 else ''} written, {summary.unchanged} unchanged, "
@@ -57,8 +61,7 @@ def build_command(catalogs: Path | None, content: Path | None, prices: Path | No
 def check_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool) -> None:
     """Validate every input and render every page in memory; write nothing."""
     inputs = check(options_from(catalogs, content, prices, strict))
-    for warning in inputs.warnings:
-        click.echo(warning, err=True)
+    warn(inputs.warnings)
     catalog = inputs.catalog
     click.echo(
         f"ok: {len(catalog.models)} models, {len(catalog.gpus)} GPUs, snapshot {catalog.snapshot.name} "

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import click
@@ -48,12 +49,36 @@ def watch(options: Options, interval: float = 0.5) -> None:
             rebuild(options)
 
 
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves files without logging every request."""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        pass
+
+
+def http_server(folder: Path, port: int = 0, quiet: bool = True) -> http.server.ThreadingHTTPServer:
+    """An HTTP server for a folder on 127.0.0.1 (port 0: any free port)."""
+    handler = QuietHandler if quiet else http.server.SimpleHTTPRequestHandler
+    return http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(handler, directory=str(folder)))
+
+
+@contextlib.contextmanager
+def served(folder: Path) -> Iterator[str]:
+    """A folder served in a background thread while the block runs; yields its origin."""
+    server = http_server(folder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def serve(options: Options, port: int) -> None:
     """Build, then serve the output folder until interrupted."""
     rebuild(options)
     threading.Thread(target=watch, args=(options,), daemon=True).start()
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(options.out))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
+    with http_server(options.out, port, quiet=False) as server:
         click.echo(f"serving {options.out} on http://127.0.0.1:{server.server_address[1]}/ (Ctrl+C to stop)")
         try:
             server.serve_forever()

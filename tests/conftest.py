@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import shutil
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from generator.build import PROJECT, Options
+from generator.serve import served
 
 # Builds in tests pretend it is the day after the demo snapshot, so it is never stale.
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -67,26 +64,8 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@contextlib.contextmanager
-def serve(folder: Path) -> Iterator[str]:
-    """Serve a folder on 127.0.0.1 in a thread; yields the origin, like http://127.0.0.1:PORT."""
-    handler = functools.partial(_QuietHandler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.fixture(scope="session")
 def site_url(built_site: Path) -> Iterator[str]:
     """The built site served on 127.0.0.1 for the browser tests."""
-    with serve(built_site) as origin:
+    with served(built_site) as origin:
         yield origin
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass

@@ -8,8 +8,9 @@ import shutil
 import xml.etree.ElementTree as ET
 
 from generator.build import Options, build, gather
+from generator.serve import served
 
-from .conftest import NOW, SNAPSHOT, edit, options_for, serve
+from .conftest import NOW, SNAPSHOT, edit, options_for
 from .sitecheck import broken_links, crawl, read_page
 
 LANGUAGES = ("es", "en", "pt", "fr", "de")
@@ -156,7 +157,7 @@ def test_sub_path_site_served_under_a_prefix_follows_every_link(inputs, tmp_path
     out = tmp_path / "host" / "guides"
     build(Options(catalogs=inputs / "catalogs", content=inputs / "content", out=out), now=NOW)
     assert broken_links(out, prefix="/guides/") == []
-    with serve(tmp_path / "host") as origin:
+    with served(tmp_path / "host") as origin:
         seen, failures = crawl(origin, "/guides/")
     assert failures == []
     assert all(path.startswith("/guides/") for path in seen)
