@@ -52,11 +52,6 @@ def kv_bytes_per_token(arch: Architecture, kv_bytes: float) -> float:
     return kv_elements_per_token_layer(arch) * kv_bytes * arch.layers
 
 
-def serving_detailed_gb(weights: float, kv_cache: float, overhead: float) -> float:
-    """Weights plus KV cache, plus the runtime's overhead on both."""
-    return (weights + kv_cache) * (1 + overhead)
-
-
 def full_fine_tuning_gb(params_b: float, bytes_per_param: float) -> float:
     """Full fine-tuning with mixed-precision Adam, before activations."""
     return params_b * bytes_per_param
@@ -114,7 +109,7 @@ def memory_need(
     """The calculator's figure for one mode: serving, full fine-tuning, LoRA or QLoRA.
 
     Serving counts weights, the KV cache of `sequences` requests of `tokens` tokens and the
-    runtime overhead on both. Fine-tuning modes keep no KV cache and exclude activations;
+    runtime overhead on both: (weights + KV cache) x (1 + overhead). Fine-tuning modes keep no KV cache and exclude activations;
     their weights use the precision the method fixes, not `precision`.
     """
     if mode == "serve":
