@@ -20,7 +20,7 @@ from .load import ContentPage, read_content, read_yaml, snapshot_files, snapshot
 from .pages import CONTENT_KEYS, KINDS, Page, plan_pages
 from .records import Catalog, Site
 from .render import Renderer
-from .validate import read_gpus, read_models, read_rules, read_site, read_snapshot
+from .validate import check_front_matter, read_gpus, read_models, read_rules, read_site, read_snapshot
 from .write import WriteSummary, up_to_date, write_site
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -135,12 +135,8 @@ def _read_content(content_dir: Path, site: Site, problems: Problems) -> dict[tup
         for key in CONTENT_KEYS:
             path = content_dir / language.code / f"{key}.md"
             page = read_content(path, _label(path), problems)
-            if page is None:
-                continue
-            for field in ("title", "description"):
-                if not isinstance(page.meta.get(field), str):
-                    problems.add(page.path, page.meta.line_of(field), key, field, "missing field (expected text)")
-            found[(language.code, key)] = page
+            if page is not None and check_front_matter(page, key, problems):
+                found[(language.code, key)] = page
     return found
 
 

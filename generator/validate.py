@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .errors import Problems
-from .load import LineDict
+from .load import ContentPage, LineDict
 from .records import (
     Architecture,
     Attention,
@@ -680,3 +680,25 @@ def _route_path(value: Any) -> str:
     if not isinstance(value, str) or not all(SLUG.match(part) for part in value.split("/")):
         raise Invalid(f"expected a path of lowercase slugs joined by '/', got {describe(value)}")
     return value
+
+
+def check_front_matter(page: ContentPage, key: str, problems: Problems) -> bool:
+    """A content page's front matter: title and description text, and FAQ items of q and a."""
+    entry = Entry(problems, page.path, page.meta, key)
+    entry.check_keys(("title", "description", "faq"))
+    entry.get("title", text)
+    entry.get("description", text)
+    items = page.meta.get("faq", [])
+    if not isinstance(items, list):
+        entry.report(page.meta.line_of("faq"), "faq", f"expected a list of questions (q) and answers (a), got {describe(items)}")
+        return False
+    for index, item in enumerate(items, start=1):
+        if not isinstance(item, LineDict):
+            entry.report(page.meta.line_of("faq"), f"faq[{index}]", f"expected a mapping with q and a, got {describe(item)}")
+            continue
+        question = Entry(problems, page.path, item, key, f"faq[{index}].")
+        question.check_keys(("q", "a"))
+        question.get("q", text)
+        question.get("a", text)
+        entry.failed = entry.failed or question.failed
+    return not entry.failed

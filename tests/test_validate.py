@@ -168,3 +168,20 @@ def test_cli_reports_problems_with_exit_1_no_traceback_and_site_untouched(root):
     )
     assert "Traceback" not in failed.stderr
     assert {p: p.read_bytes() for p in site.rglob("*") if p.is_file()} == before
+
+
+def test_content_front_matter_is_checked(root):
+    page = root / "content/en/guide-memory.md"
+    edit(
+        page,
+        "  - q: Why does fine-tuning need so much more memory than serving?\n    a: |",
+        "  - q: Why does fine-tuning need so much more memory than serving?\n    answer: |",
+    )
+    edit(page, "title: How much GPU memory", "titel: How much GPU memory")
+    line = line_of(page, "answer: |")
+    assert problems(root) == [
+        "content/en/guide-memory.md:2: guide-memory: titel: unknown field (did you mean 'title'?)",
+        "content/en/guide-memory.md:2: guide-memory: title: missing field (expected text)",
+        f"content/en/guide-memory.md:{line - 1}: guide-memory: faq[4].a: missing field (expected text)",
+        f"content/en/guide-memory.md:{line}: guide-memory: faq[4].answer: unknown field (expected one of: q, a)",
+    ]
