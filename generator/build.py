@@ -120,6 +120,10 @@ def gather(options: Options, now: datetime | None = None) -> Inputs:
     site_data = read_yaml(site_path, _label(site_path), problems)
     site = read_site(site_data, _label(site_path), problems, KINDS) if site_data is not None else None
     content = _read_content(options.content, site, problems) if site else {}
+    for language in site.languages if site else ():
+        catalog_file = TRANSLATIONS_DIR / language.code / "LC_MESSAGES" / "messages.po"
+        if not catalog_file.is_file():
+            problems.add_raw(f"{_label(catalog_file)}: missing: every language needs its interface strings (see README, Editing content)")
     problems.raise_if_any()
     assert catalog is not None and site is not None  # no problem means every part was read
     warnings = _warnings(catalog, site, now or datetime.now(UTC))

@@ -649,7 +649,7 @@ def read_site(data: Any, path: str, problems: Problems, page_keys: Iterable[str]
             continue
         entry = Entry(problems, path, item, "site", "languages.")
         entry.check_keys(("code", "name"))
-        code, name = entry.get("code", slug), entry.get("name", text)
+        code, name = entry.get("code", locale_code), entry.get("name", text)
         top.failed = top.failed or entry.failed
         if code and name:
             languages.append(Language(code, name))
@@ -671,6 +671,18 @@ def read_site(data: Any, path: str, problems: Problems, page_keys: Iterable[str]
     if top.failed:
         return None
     return Site(base_url, tuple(languages), routes, stale)
+
+
+def locale_code(value: Any) -> str:
+    """A language code Babel knows (es, en, pt-BR...), for its number, date and plural rules."""
+    from babel import Locale, UnknownLocaleError
+
+    code = text(value)
+    try:
+        Locale.parse(code.replace("-", "_"))
+    except (UnknownLocaleError, ValueError):
+        raise Invalid(f"unknown language code {describe(value)} (expected one Babel knows, like es or pt-BR)") from None
+    return code
 
 
 def _route_path(value: Any) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.build import TRANSLATIONS_DIR as PROJECT_TRANSLATIONS
 from generator.build import gather
 from generator.errors import BuildError
 
@@ -184,4 +185,31 @@ def test_content_front_matter_is_checked(root):
         "content/en/guide-memory.md:2: guide-memory: title: missing field (expected text)",
         f"content/en/guide-memory.md:{line - 1}: guide-memory: faq[4].a: missing field (expected text)",
         f"content/en/guide-memory.md:{line}: guide-memory: faq[4].answer: unknown field (expected one of: q, a)",
+    ]
+
+
+def test_a_language_needs_a_known_code(root):
+    site = root / "content/site.yaml"
+    edit(site, "  - {code: de, name: Deutsch}", "  - {code: de, name: Deutsch}\n  - {code: xx, name: Nowhere}")
+    line = line_of(site, "code: xx")
+    assert (
+        problems(root)[0]
+        == f"content/site.yaml:{line}: site: languages.code: unknown language code 'xx' (expected one Babel knows, like es or pt-BR)"
+    )
+
+
+def test_a_language_needs_its_interface_strings(root):
+    import yaml
+
+    site = root / "content/site.yaml"
+    config = yaml.safe_load(site.read_text())
+    config["languages"].append({"code": "it", "name": "Italiano"})
+    for routes in config["routes"].values():
+        routes["it"] = routes["en"]
+    site.write_text(yaml.safe_dump(config, allow_unicode=True))
+    for page in (root / "content/en").iterdir():
+        (root / "content/it").mkdir(exist_ok=True)
+        (root / "content/it" / page.name).write_text(page.read_text())
+    assert problems(root) == [
+        f"{PROJECT_TRANSLATIONS}/it/LC_MESSAGES/messages.po: missing: every language needs its interface strings (see README, Editing content)"
     ]
