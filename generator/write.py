@@ -75,14 +75,19 @@ def write_site(out_dir: Path, files: dict[str, bytes] | list[tuple[str, bytes]],
             raise BuildError([f"{relative}: written twice in one build"])
         seen.add(relative)
     root = out_dir.resolve()
+    if root.exists() and not root.is_dir():
+        raise BuildError([f"{out_dir}: not a folder; refusing to replace it"])
     if root.exists() and any(root.iterdir()) and not (root / MARKER).exists():
         raise BuildError([f"{out_dir}: not empty and not a gpumem site (no {MARKER}); refusing to replace it"])
     targets = {_target(root, relative): content for relative, content in items}
     root.mkdir(parents=True, exist_ok=True)
     (root / MARKER).write_text(json.dumps({"fingerprint": "", "files": {}}), encoding="utf-8")
     # Creating files is slow on some disks (about 1 ms each here); a few threads overlap the waits.
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        changed = list(pool.map(_sync, targets.items()))
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            changed = list(pool.map(_sync, targets.items()))
+    except OSError as error:
+        raise BuildError([f"{error.filename or out_dir}: cannot write: {error.strerror or error}"]) from None
     written = sum(changed)
     unchanged = len(changed) - written
     removed = _remove_others(root, {*targets, root / MARKER})

@@ -53,3 +53,19 @@ def test_refuses_to_empty_a_folder_it_did_not_build(tmp_path):
         write_site(tmp_path, {"index.html": b"x"})
     assert raised.value.lines == [f"{tmp_path}: not empty and not a gpumem site (no .gpumem-site); refusing to replace it"]
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_an_output_path_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "site").write_text("a file")
+    with pytest.raises(BuildError) as raised:
+        write_site(tmp_path / "site", {"index.html": b"x"})
+    assert raised.value.lines == [f"{tmp_path / 'site'}: not a folder; refusing to replace it"]
+
+
+def test_a_file_that_cannot_be_written_is_a_clean_error(tmp_path):
+    out = tmp_path / "site"
+    write_site(out, {"es/index.html": b"hola"})
+    (out / "en").write_text("a file where a folder belongs")
+    with pytest.raises(BuildError) as raised:
+        write_site(out, {"es/index.html": b"hola", "en/index.html": b"hello"})
+    assert raised.value.lines == [f"{out / 'en/index.html'}: cannot write: Not a directory"]
