@@ -312,11 +312,60 @@ def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
     return tuple(gpus)
 
 
+def number_list(kind: Callable[[Any], Any]) -> Callable[[Any], tuple]:
+    """A non-empty list of positive numbers of one kind, sorted and without repeats."""
+
+    def check(value: Any) -> tuple:
+        if not isinstance(value, list) or not value:
+            raise Invalid(f"expected a list of numbers, got {describe(value)}")
+        return tuple(sorted({kind(item) for item in value}))
+
+    return check
+
+
+# Every single-valued field of Rules: where it stands in rules.yaml (block, key) and what it is.
+# "precision", "model" and "gpu" name kinds that depend on the other catalogs.
+RULE_FIELDS: tuple[tuple[str, str, str, Any], ...] = (
+    ("serving_margin", "serving.margin", "value", fraction),
+    ("runtime_overhead", "serving.runtime_overhead", "value", fraction),
+    ("runtime_overhead_low", "serving.runtime_overhead", "low", fraction),
+    ("full_bytes", "fine_tuning.full", "bytes_per_param", positive_number),
+    ("full_example_params_b", "fine_tuning.full", "example_params_b", positive_number),
+    ("full_hf_bytes", "fine_tuning.full_hf", "bytes_per_param", positive_number),
+    ("lora_base_precision", "fine_tuning.lora", "base_precision", "precision"),
+    ("lora_margin", "fine_tuning.lora", "margin", fraction),
+    ("lora_paper_reduction", "fine_tuning.lora", "paper_reduction", positive_number),
+    ("qlora_bytes", "fine_tuning.qlora", "bytes_per_param", positive_number),
+    ("qlora_base_precision", "fine_tuning.qlora", "base_precision", "precision"),
+    ("qlora_example_params_b", "fine_tuning.qlora", "example_params_b", positive_number),
+    ("qlora_example_gpu_gb", "fine_tuning.qlora", "example_gpu_gb", positive_number),
+    ("gpu_counts", "gpu_counts", "values", number_list(positive_int)),
+    ("min_free_fraction", "fit", "min_free_fraction", fraction),
+    ("comfortable_requests", "fit", "comfortable_requests", positive_int),
+    ("fit_context", "fit", "context", positive_int),
+    ("model_contexts", "pages", "model_contexts", number_list(positive_int)),
+    ("page_requests", "pages", "concurrent_requests", positive_int),
+    ("card_sizes_gb", "pages", "card_sizes_gb", number_list(positive_number)),
+    ("weights_table_sizes_b", "pages", "weights_table_sizes_b", number_list(positive_number)),
+    ("chart_contexts", "pages", "chart_contexts", number_list(positive_int)),
+    ("example_model", "guides", "example_model", "model"),
+    ("example_size_b", "guides", "example_size_b", positive_number),
+    ("heads_gpu", "guides", "heads_gpu", "gpu"),
+    ("tight_model", "guides", "tight_model", "model"),
+    ("mla_model", "guides", "mla_model", "model"),
+    ("small_model", "guides", "small_model", "model"),
+    ("long_conversations", "guides", "long_conversations", positive_int),
+    ("busy_requests", "guides", "busy_requests", positive_int),
+    ("busy_context", "guides", "busy_context", positive_int),
+    ("small_context", "guides", "small_context", positive_int),
+)
+LIMITS = ("max_params_b", "max_layers", "max_heads", "max_head_dim", "max_batch", "max_context")
+# Keys a block holds besides its RULE_FIELDS and its source.
+EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", *LIMITS)}
 RULE_SECTIONS = (
     "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
     "serving_precisions fine_tuning_methods pages guides facts calculator"
 ).split()
-FINE_TUNING_METHODS = ("qlora", "lora", "full", "full_hf")
 
 
 def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | None, gpu_ids: set[str] | None = None) -> Rules | None:
@@ -329,95 +378,56 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     sources: dict[str, str] = {}
     precisions = _byte_table(top, "precisions", sources)
     kv_precisions = _byte_table(top, "kv_precisions", sources)
-    serving = _section(top, "serving")
-    margin = _sourced(serving, "margin", ("value", "source"), sources)
-    overhead = _sourced(serving, "runtime_overhead", ("value", "low", "source"), sources)
-    tuning = _section(top, "fine_tuning")
-    tuning.check_keys(FINE_TUNING_METHODS)
-    full = _sourced(tuning, "full", ("bytes_per_param", "parts", "example_params_b", "source"), sources)
-    full_hf = _sourced(tuning, "full_hf", ("bytes_per_param", "parts", "source"), sources)
-    lora = _sourced(tuning, "lora", ("base_precision", "margin", "paper_reduction", "source"), sources)
-    qlora = _sourced(tuning, "qlora", ("bytes_per_param", "base_precision", "example_params_b", "example_gpu_gb", "source"), sources)
-    counts = _sourced(top, "gpu_counts", ("values", "source"), sources)
-    fit = _sourced(top, "fit", ("min_free_fraction", "comfortable_requests", "context", "source"), sources)
-    page_fields = ("model_contexts", "concurrent_requests", "card_sizes_gb", "weights_table_sizes_b", "chart_contexts", "source")
-    pages = _sourced(top, "pages", page_fields, sources)
-    guide_fields = (
-        "example_model",
-        "example_size_b",
-        "heads_gpu",
-        "tight_model",
-        "mla_model",
-        "small_model",
-        "long_conversations",
-        "busy_requests",
-        "busy_context",
-        "small_context",
-    )
-    guides = _sourced(top, "guides", (*guide_fields, "source"), sources)
-    known_model = _known(model_ids, "model", "models.yaml")
-    facts = _facts(top, sources)
-    known = set(precisions or ())
-    limit_fields = ("max_params_b", "max_layers", "max_heads", "max_head_dim", "max_batch", "max_context")
-    calculator = _sourced(top, "calculator", ("defaults", *limit_fields, "source"), sources)
-    limits = {name: calculator.get(name, positive_number) for name in limit_fields} if calculator else None
-    defaults = _calculator_defaults(calculator, known, set(kv_precisions or ()), known_model) if calculator else None
-    values: dict[str, Any] = dict(
-        serving_margin=margin and margin.get("value", fraction),
-        runtime_overhead=overhead and overhead.get("value", fraction),
-        runtime_overhead_low=overhead and overhead.get("low", fraction),
-        full_bytes=full and full.get("bytes_per_param", positive_number),
-        full_parts=full and _parts(full),
-        full_example_params_b=full and full.get("example_params_b", positive_number),
-        full_hf_bytes=full_hf and full_hf.get("bytes_per_param", positive_number),
-        full_hf_parts=full_hf and _parts(full_hf),
-        lora_base_precision=lora and lora.get("base_precision", one_of(known, "precision")),
-        lora_margin=lora and lora.get("margin", fraction),
-        lora_paper_reduction=lora and lora.get("paper_reduction", positive_number),
-        qlora_bytes=qlora and qlora.get("bytes_per_param", positive_number),
-        qlora_base_precision=qlora and qlora.get("base_precision", one_of(known, "precision")),
-        qlora_example_params_b=qlora and qlora.get("example_params_b", positive_number),
-        qlora_example_gpu_gb=qlora and qlora.get("example_gpu_gb", positive_number),
-        gpu_counts=counts and _numbers(counts, "values", positive_int),
-        model_contexts=pages and _numbers(pages, "model_contexts", positive_int),
-        page_requests=pages and pages.get("concurrent_requests", positive_int),
-        card_sizes_gb=pages and _numbers(pages, "card_sizes_gb", positive_number),
-        weights_table_sizes_b=pages and _numbers(pages, "weights_table_sizes_b", positive_number),
-        chart_contexts=pages and _numbers(pages, "chart_contexts", positive_int),
-        min_free_fraction=fit and fit.get("min_free_fraction", fraction),
-        comfortable_requests=fit and fit.get("comfortable_requests", positive_int),
-        fit_context=fit and fit.get("context", positive_int),
+    blocks = _rule_blocks(top, sources)
+    kinds = {
+        "precision": one_of(precisions or (), "precision"),
+        "model": _known(model_ids, "model", "models.yaml"),
+        "gpu": _known(gpu_ids, "GPU", "gpus.yaml"),
+    }
+    values: dict[str, Any] = {
+        field: block.get(key, kinds.get(kind, kind)) if (block := blocks.get(where)) else None for field, where, key, kind in RULE_FIELDS
+    }
+    calculator = blocks.get("calculator")
+    values.update(
+        full_parts=_parts(blocks["fine_tuning.full"]) if "fine_tuning.full" in blocks else None,
+        full_hf_parts=_parts(blocks["fine_tuning.full_hf"]) if "fine_tuning.full_hf" in blocks else None,
         size_classes=_size_classes(top, model_ids),
-        example_model=guides and guides.get("example_model", known_model),
-        example_size_b=guides and guides.get("example_size_b", positive_number),
-        heads_gpu=guides and guides.get("heads_gpu", _known(gpu_ids, "GPU", "gpus.yaml")),
-        tight_model=guides and guides.get("tight_model", known_model),
-        mla_model=guides and guides.get("mla_model", known_model),
-        small_model=guides and guides.get("small_model", known_model),
-        long_conversations=guides and guides.get("long_conversations", positive_int),
-        busy_requests=guides and guides.get("busy_requests", positive_int),
-        busy_context=guides and guides.get("busy_context", positive_int),
-        small_context=guides and guides.get("small_context", positive_int),
-        serving_precisions=_name_list(top, "serving_precisions", known, "precision"),
+        serving_precisions=_name_list(top, "serving_precisions", precisions or (), "precision"),
         fine_tuning_methods=_name_list(top, "fine_tuning_methods", ("qlora", "lora", "full"), "method"),
+        facts=_facts(top, sources),
+        calculator_limits={name: calculator.get(name, positive_number) for name in LIMITS} if calculator else None,
+        calculator_defaults=_calculator_defaults(calculator, precisions or {}, kv_precisions or {}, kinds["model"]) if calculator else None,
     )
-    if precisions is None or kv_precisions is None or facts is None or limits is None or defaults is None:
+    if precisions is None or kv_precisions is None or top.failed or any(value is None for value in values.values()):
         return None
-    if top.failed or any(value is None for value in values.values()):
+    if any(value is None for value in values["calculator_limits"].values()):
         return None
-    return Rules(
-        precisions=precisions,
-        kv_precisions=kv_precisions,
-        facts=facts,
-        calculator_limits=limits,
-        calculator_defaults=defaults,
-        sources=sources,
-        **values,
-    )
+    return Rules(precisions=precisions, kv_precisions=kv_precisions, sources=sources, **values)
+
+
+def _rule_blocks(top: Entry, sources: dict[str, str]) -> dict[str, Entry]:
+    """The blocks RULE_FIELDS read from, by dotted name, each checked for unknown keys."""
+    keys: dict[str, list[str]] = {}
+    for _, where, key, _ in RULE_FIELDS:
+        keys.setdefault(where, []).append(key)
+    for where, extra in EXTRA_KEYS.items():
+        keys.setdefault(where, []).extend(extra)
+    containers = {where.split(".")[0] for where in keys if "." in where}
+    parents = {name: _section(top, name) for name in sorted(containers)}
+    for name, container in parents.items():
+        container.check_keys([where.split(".")[1] for where in keys if where.startswith(name + ".")])
+    blocks = {}
+    for where, names in keys.items():
+        outer, _, name = where.rpartition(".")
+        block = _sourced(parents[outer] if outer else top, name, (*names, "source"), sources)
+        if block is not None:
+            blocks[where] = block
+    top.failed = top.failed or any(p.failed for p in parents.values()) or any(b.failed for b in blocks.values())
+    return blocks
 
 
 def _calculator_defaults(
-    calculator: Entry, precisions: set[str], kv_precisions: set[str], known_model: Callable[[Any], str]
+    calculator: Entry, precisions: Iterable[str], kv_precisions: Iterable[str], known_model: Callable[[Any], str]
 ) -> dict[str, Any] | None:
     """The state the calculator opens with: a catalog model, a mode, precisions and sizes."""
     section = calculator.section("defaults")
@@ -509,19 +519,6 @@ def _parts(section: Entry) -> dict[str, float] | None:
         parts.report(parts.data.line, "", f"parts add up to {sum(values.values())}, not bytes_per_param ({total})")
     section.failed = section.failed or parts.failed
     return None if parts.failed else values
-
-
-def _numbers(section: Entry, name: str, kind: Callable[[Any], Any]) -> tuple | None:
-    """A non-empty list of positive numbers, sorted and without repeats."""
-    values = section.data.get(name)
-    if not isinstance(values, list) or not values:
-        section.report(section.data.line_of(name), name, f"expected a list of numbers, got {describe(values)}")
-        return None
-    try:
-        return tuple(sorted({kind(v) for v in values}))
-    except Invalid as error:
-        section.report(section.data.line_of(name), name, str(error))
-        return None
 
 
 def _name_list(top: Entry, name: str, known: Iterable[str], what: str) -> tuple[str, ...] | None:
