@@ -446,6 +446,7 @@ class SizingGuide:
     weights: tuple[tuple[float, tuple[float, ...]], ...]
     quantization_factor: float
     largest_card_gb: float
+    seventy_fits: tuple[tuple[str, float, bool], ...]
     seventy_bf16_gb: float
     example: Model
     kv_small_gb: float
@@ -457,6 +458,11 @@ class SizingGuide:
     busy_requests: int
     card_sizes: tuple[float, ...]
     fits: tuple[tuple[Model, tuple[CardFit, ...]], ...]
+
+    @property
+    def seventy_bf16_fits(self) -> bool:
+        """Whether the example model's 16-bit weights fit on the largest card size discussed."""
+        return self.seventy_bf16_gb <= self.largest_card_gb
 
 
 def card_fit(catalog: Catalog, model: Model, card_gb: float) -> CardFit:
@@ -482,6 +488,11 @@ def sizing_guide(catalog: Catalog) -> SizingGuide:
         weights=weights,
         quantization_factor=rules.precisions["bf16"] / rules.precisions["int4"],
         largest_card_gb=max(rules.card_sizes_gb),
+        seventy_fits=tuple(
+            (p, gb, gb <= max(rules.card_sizes_gb))
+            for p in rules.serving_precisions
+            for gb in [memory.weights_gb(rules.example_size_b, rules.precisions[p])]
+        ),
         seventy_bf16_gb=memory.weights_gb(rules.example_size_b, rules.precisions["bf16"]),
         example=example,
         kv_small_gb=memory.kv_cache_gb(example.arch, kv16, small),
