@@ -143,6 +143,7 @@ class MainGuide:
 
 
 def main_guide(catalog: Catalog, shop: Shop) -> MainGuide:
+    """The main guide: both tables, the worked examples of its rules and the cards its chart marks."""
     rules = catalog.rules
     serving = serving_table(catalog, shop)
     top = max(cell.need_gb for row in serving.rows for cell in row.cells)
@@ -305,6 +306,7 @@ def gpu_fit(catalog: Catalog, gpu: Gpu, model: Model, precision: str) -> GpuFit 
 
 
 def gpu_page(catalog: Catalog, shop: Shop, gpu: Gpu) -> GpuPage:
+    """A GPU's market and, for every catalog model, how it serves on one card."""
     rows = tuple(
         GpuModelRow(model, tuple(gpu_fit(catalog, gpu, model, p) for p in catalog.rules.serving_precisions)) for model in catalog.models
     )
@@ -476,6 +478,7 @@ def card_fit(catalog: Catalog, model: Model, card_gb: float) -> CardFit:
 
 
 def sizing_guide(catalog: Catalog) -> SizingGuide:
+    """The sizing article: weights per size, the cache under concurrency and what fits per card size."""
     rules = catalog.rules
     kv16, kv8 = rules.kv_precisions["bf16"], rules.kv_precisions["fp8"]
     example = catalog.model(rules.example_model)
@@ -568,6 +571,7 @@ def calculator_default(catalog: Catalog, shop: Shop) -> CalculatorState:
 
 
 def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
+    """The calculator page without its script: every preset precomputed, the FAQ figures, the opening state."""
     rules = catalog.rules
     rows = []
     for model in catalog.models:
@@ -606,6 +610,7 @@ class PricesPage:
 
 
 def prices_page(catalog: Catalog, shop: Shop) -> PricesPage:
+    """The GPUs on offer, by memory then lowest price."""
     rows = [(g, shop.markets[g.id]) for g in catalog.gpus if g.id in shop.markets]
     return PricesPage(tuple(sorted(rows, key=lambda row: (row[0].memory_gb, row[1].lowest_price))))
 
@@ -626,6 +631,7 @@ class SiteFigures:
 
 
 def site_figures(catalog: Catalog) -> SiteFigures:
+    """Every page's figures, computed once from the catalog and its snapshot."""
     shop = Shop(catalog)
     return SiteFigures(
         shop=shop,
