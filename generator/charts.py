@@ -36,6 +36,7 @@ def _svg(chart_id: str, title: str, body: list[str], height: int = HEIGHT) -> Ma
 
 
 def _y_axis(scale: Callable[[float], float], low: float, high: float, label: Callable[[float], str]) -> list[str]:
+    """Grid lines and labels at each power of ten on a log axis."""
     parts = []
     tick = low
     while tick <= high * 1.0001:

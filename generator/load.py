@@ -32,6 +32,7 @@ class _LineLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.Saf
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode):  # noqa: ANN202 - generator
+    """Build a LineDict: the mapping, its line, each key's line and any key given twice."""
     data = LineDict()
     data.line = node.start_mark.line + 1
     yield data

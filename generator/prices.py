@@ -196,6 +196,7 @@ class CellChange:
 
 
 def _offer_text(choice: compute.Choice, f: Formats) -> str:
+    """A recommendation as the diff prints it: count, GPU names and price per hour."""
     best = choice.best
     if best is None:
         return "nothing on offer"

@@ -495,6 +495,7 @@ def _sourced(parent: Entry, name: str, fields: tuple[str, ...], sources: dict[st
 
 
 def _byte_table(top: Entry, name: str, sources: dict[str, str]) -> dict[str, float] | None:
+    """A precisions block: bytes per parameter (or element) for each named precision, with sources."""
     section = top.section(name)
     if section is None:
         return None
@@ -509,6 +510,7 @@ def _byte_table(top: Entry, name: str, sources: dict[str, str]) -> dict[str, flo
 
 
 def _parts(section: Entry) -> dict[str, float] | None:
+    """The parts of a fine-tuning bytes-per-parameter figure, which must add up to it."""
     parts = section.section("parts")
     if parts is None:
         return None
@@ -538,6 +540,7 @@ def _name_list(top: Entry, name: str, known: Iterable[str], what: str) -> tuple[
 
 
 def _size_classes(top: Entry, model_ids: set[str] | None) -> tuple[SizeClass, ...] | None:
+    """The guide tables' rows: a label, a nominal size and a representative catalog model."""
     items = top.data.get("size_classes")
     if not isinstance(items, list) or not items:
         top.report(top.data.line_of("size_classes"), "size_classes", f"expected a list of size classes, got {describe(items)}")
@@ -595,6 +598,7 @@ def read_snapshot(data: Any, path: str, name: str, problems: Problems, gpu_ids: 
 
 
 def _read_offer(item: Any, index: int, top: Entry, seen: dict[Any, int], gpu_ids: set[str] | None) -> Offer | None:
+    """One offer of a snapshot: a machine on a known GPU, with positive counts and prices."""
     if not isinstance(item, LineDict):
         top.report(top.data.line_of("offers"), f"offers[{index}]", f"expected a mapping, got {describe(item)}")
         return None
