@@ -88,11 +88,16 @@ class Shop:
         return found.lowest_price if found else None
 
 
-def comfort_gb(catalog: Catalog, model: Model) -> float:
-    """Cache a comfortable fit leaves room for: a few more requests at the page's context."""
+def room_gb(catalog: Catalog, arch: Architecture, kv_precision: str, context: int) -> float:
+    """Room a comfortable fit leaves: the cache of a few more requests at a context, with overhead."""
     rules = catalog.rules
-    cache = memory.kv_cache_gb(model.arch, rules.kv_precisions["bf16"], rules.fit_context, rules.comfortable_requests)
+    cache = memory.kv_cache_gb(arch, rules.kv_precisions[kv_precision], context, rules.comfortable_requests)
     return cache * (1 + rules.runtime_overhead)
+
+
+def comfort_gb(catalog: Catalog, model: Model) -> float:
+    """Room a comfortable fit leaves on the pages: 16-bit cache at the page's context."""
+    return room_gb(catalog, model.arch, "bf16", catalog.rules.fit_context)
 
 
 def serving_table(catalog: Catalog, shop: Shop) -> Table:
@@ -647,12 +652,8 @@ def site_figures(catalog: Catalog) -> SiteFigures:
 
 
 def calculator_extra_gb(catalog: Catalog, arch: Architecture, mode: str, kv_precision: str, context: int) -> float:
-    """Room a comfortable fit leaves in the calculator: more requests' cache at the chosen context."""
-    rules = catalog.rules
-    if mode != "serve":
-        return 0.0
-    cache = memory.kv_cache_gb(arch, rules.kv_precisions[kv_precision], context, rules.comfortable_requests)
-    return cache * (1 + rules.runtime_overhead)
+    """Room a comfortable fit leaves in the calculator: none when training, else at the chosen context."""
+    return room_gb(catalog, arch, kv_precision, context) if mode == "serve" else 0.0
 
 
 def calculator_choices(

@@ -84,6 +84,12 @@ def snapshot_time(name: str) -> datetime:
     return datetime.strptime(stamp, pattern).replace(tzinfo=UTC)
 
 
+def snapshot_name(moment: datetime) -> str:
+    """The file name of a snapshot taken at a UTC moment: 2026-10-31T16-52Z.yaml."""
+    stamp = moment.strftime("%Y-%m-%dT%H-%M") + (moment.strftime("-%S") if moment.second else "")
+    return f"{stamp}Z.yaml"
+
+
 def snapshot_files(prices_dir: Path) -> list[Path]:
     """Snapshot files in a prices folder, oldest first (their names are UTC times)."""
     if not prices_dir.is_dir():

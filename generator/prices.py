@@ -14,7 +14,7 @@ from typing import Any
 from . import compute
 from .build import load_catalog
 from .errors import BuildError, Problems
-from .load import parse_yaml
+from .load import parse_yaml, snapshot_name
 from .records import Catalog, Gpu, Offer
 from .render import Formats
 from .validate import Invalid, positive_int, positive_number, read_snapshot, text, utc_time
@@ -119,12 +119,6 @@ def _number(value: Any) -> float:
         return positive_number(float(value.strip()) if isinstance(value, str) else value)
     except (ValueError, Invalid):
         raise Invalid(f"expected a positive number, got {value!r}") from None
-
-
-def snapshot_name(moment: datetime) -> str:
-    """The file name of a snapshot taken at a UTC moment: 2026-10-31T16-52Z.yaml."""
-    stamp = moment.strftime("%Y-%m-%dT%H-%M") + (moment.strftime("-%S") if moment.second else "")
-    return f"{stamp}Z.yaml"
 
 
 def snapshot_yaml(moment: datetime, currency: str, source: str, offers: list[Offer]) -> str:
