@@ -21,8 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from generator.build import PROJECT, Options, build, gather
-from generator.pages import KINDS
+from gpumem.build import Options, build, gather, parallel_jobs, project_options
+from gpumem.pages import KINDS
+
+PROJECT = Path(__file__).resolve().parent.parent
 
 BUDGETS = {
     "full build, median (s)": 1.0,
@@ -44,7 +46,8 @@ def timed(options: Options) -> tuple[float, int]:
 
 def command_seconds(root: Path, out: Path) -> float:
     """Wall-clock seconds of `gpumem build` as a user runs it, interpreter start included."""
-    command = [sys.executable, "-m", "generator.cli", "build", "--catalogs", str(root / "catalogs"), "--content", str(root / "content")]
+    command = [sys.executable, "-m", "gpumem.cli", "--project", str(PROJECT), "build"]
+    command += ["--catalogs", str(root / "catalogs"), "--content", str(root / "content")]
     started = time.perf_counter()
     subprocess.run([*command, "--out", str(out)], check=True, capture_output=True)
     return time.perf_counter() - started
@@ -60,7 +63,7 @@ def change_one_price(root: Path, run: int) -> None:
 
 @functools.cache
 def routes() -> dict[str, dict[str, str]]:
-    return gather(Options()).site.routes
+    return gather(project_options(PROJECT)).site.routes
 
 
 def kind_of(site: Path, page: Path) -> str:
@@ -99,7 +102,7 @@ def recompute_ms(site: Path) -> float:
     """Median over 5 sets of the calculator's mean recompute time over 100 runs, in Chromium."""
     from playwright.sync_api import sync_playwright
 
-    from generator.serve import served
+    from gpumem.serve import served
 
     script = """() => {
         const input = document.querySelector('[name="context"]');
@@ -125,7 +128,7 @@ def main() -> int:
         root = Path(scratch)
         for name in ("catalogs", "content"):
             shutil.copytree(PROJECT / name, root / name)
-        options = Options(catalogs=root / "catalogs", content=root / "content", out=root / "site")
+        options = project_options(PROJECT, catalogs=root / "catalogs", content=root / "content", out=root / "site", jobs=parallel_jobs())
         full = []
         for _ in range(args.runs):
             shutil.rmtree(options.out, ignore_errors=True)

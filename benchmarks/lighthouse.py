@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from generator.serve import served
+from gpumem.serve import served
 
 PROJECT = Path(__file__).resolve().parent.parent
 LIGHTHOUSE = PROJECT / "node_modules/.bin/lighthouse"
@@ -62,10 +62,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         site = args.site
         if site is None:
-            from generator.build import Options, build
+            from gpumem.build import build, project_options
 
             site = Path(scratch) / "site"
-            build(Options(out=site))
+            build(project_options(PROJECT, out=site))
         failures = 0
         print(f"{'page':44} {'preset':8} perf  a11y  best  seo")
         with served(site) as origin:

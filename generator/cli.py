@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
+from typing import Any
 
 import click
 
-from .build import Options, build, check
+from .build import Options, build, check, parallel_jobs, project_options
 
 PATH = click.Path(path_type=Path)
 
@@ -21,15 +21,12 @@ def source_options(command):  # noqa: ANN001, ANN201 - a click decorator
     return command
 
 
-def options_from(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None = None) -> Options:
-    defaults = Options()
-    return Options(
-        catalogs=catalogs or defaults.catalogs,
-        content=content or defaults.content,
-        prices=prices,
-        out=out or defaults.out,
-        strict=strict,
-    )
+def options_from(
+    catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None = None, **rest: Any
+) -> Options:
+    """Options for the project folder the group was given, with any folder pointed elsewhere."""
+    project = click.get_current_context().find_root().params.get("project")
+    return project_options(project, catalogs=catalogs, content=content, prices=prices, strict=strict, out=out, **rest)
 
 
 def warn(warnings: tuple[str, ...]) -> None:
@@ -38,16 +35,22 @@ def warn(warnings: tuple[str, ...]) -> None:
 
 
 @click.group()
-def main() -> None:
+@click.option(
+    "--project",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Project folder with catalogs/, content/, templates/ and translations/ (default: the current folder).",
+)
+def main(project: Path | None) -> None:
     """Build the GPU-memory guides from the catalogs, content and a price snapshot."""
 
 
 @main.command("build")
 @source_options
 @click.option("--out", type=PATH, help="Output folder (default: the project's site/).")
-def build_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None) -> None:
+@click.option("--force", is_flag=True, help="Render every page even when the inputs are unchanged since the last build.")
+def build_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None, force: bool) -> None:
     """Build the site; rewrite only files whose bytes change."""
-    result = build(options_from(catalogs, content, prices, strict, out))
+    result = build(options_from(catalogs, content, prices, strict, out, force=force, jobs=parallel_jobs()))
     warn(result.warnings)
     summary = result.summary
     click.echo(
@@ -84,7 +87,7 @@ def prices_import(file: Path, taken_at: str | None, kind: str | None, catalogs: 
     """Validate a CSV or JSON export and write it as CATALOGS/prices/<UTC time>.yaml."""
     from .prices import import_export
 
-    target = import_export(file, catalogs or Options().catalogs, kind, taken_at, currency)
+    target = import_export(file, options_from(catalogs, None, None, False).catalogs, kind, taken_at, currency)
     click.echo(f"wrote {target}")
 
 
@@ -96,7 +99,7 @@ def prices_diff(old: Path, new: Path, catalogs: Path | None) -> None:
     """Print what changes between two snapshots: lowest prices, GPUs on offer, guide-table cells."""
     from .prices import diff
 
-    click.echo(diff(old, new, catalogs or Options().catalogs))
+    click.echo(diff(old, new, options_from(catalogs, None, None, False).catalogs))
 
 
 @main.command("serve")
@@ -107,8 +110,7 @@ def serve_command(catalogs: Path | None, content: Path | None, prices: Path | No
     """Preview the site on 127.0.0.1, rebuilding when a source file changes."""
     from .serve import serve
 
-    # One process: the preview server's threads and forked renderers do not mix.
-    serve(dataclasses.replace(options_from(catalogs, content, prices, strict, out), jobs=1), port)
+    serve(options_from(catalogs, content, prices, strict, out), port)
 
 
 if __name__ == "__main__":

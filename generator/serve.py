@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .build import TEMPLATES_DIR, TRANSLATIONS_DIR, Options, build
+from .build import Options, build
 
 
 def source_stamp(folders: Iterable[Path]) -> tuple[tuple[str, float], ...]:
@@ -37,7 +37,7 @@ def rebuild(options: Options) -> None:
 
 def watch(options: Options, interval: float = 0.5) -> None:
     """Rebuild whenever a catalog, content, template or translation file changes."""
-    folders = [options.catalogs, options.content, TEMPLATES_DIR, TRANSLATIONS_DIR]
+    folders = [options.catalogs, options.content, options.templates, options.translations]
     if options.prices:
         folders.append(options.prices)
     stamp = source_stamp(folders)

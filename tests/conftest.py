@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import PROJECT, Options
-from generator.serve import served
+from gpumem.build import Options
+from gpumem.serve import served
+
+from .project import CATALOGS, REPO, fixture_options
 
 # Builds in tests pretend it is the day after the demo snapshot, so it is never stale.
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -19,15 +21,15 @@ SNAPSHOT = "2026-10-31T16-52Z.yaml"
 
 @pytest.fixture
 def inputs(tmp_path: Path) -> Path:
-    """A writable copy of catalogs/ and content/ under tmp_path."""
-    for name in ("catalogs", "content"):
-        shutil.copytree(PROJECT / name, tmp_path / name)
+    """A writable copy of the fixture catalogs and the project's content under tmp_path."""
+    shutil.copytree(CATALOGS, tmp_path / "catalogs")
+    shutil.copytree(REPO / "content", tmp_path / "content")
     return tmp_path
 
 
 def options_for(root: Path, **changes) -> Options:
     """Options reading the copy under root and writing root/site."""
-    return Options(catalogs=root / "catalogs", content=root / "content", out=root / "site", **changes)
+    return fixture_options(**{"catalogs": root / "catalogs", "content": root / "content", "out": root / "site", **changes})
 
 
 def edit(path: Path, old: str, new: str, count: int = 1) -> None:
@@ -56,11 +58,11 @@ def browser_type_launch_args(browser_type_launch_args):
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's own inputs built once into a temporary folder."""
-    from generator.build import build
+    """The project with the fixture catalogs, built once into a temporary folder."""
+    from gpumem.build import build
 
     out = tmp_path_factory.mktemp("site")
-    build(Options(out=out), now=NOW)
+    build(fixture_options(out=out), now=NOW)
     return out
 
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from generator import compute, memory
-from generator.build import Options, build, gather
+from gpumem import compute, memory
+from gpumem.build import build, gather
 
 from .conftest import NOW, SNAPSHOT, edit, options_for
+from .project import REPO, fixture_options
 
 
 class Cells(HTMLParser):
@@ -60,7 +61,7 @@ def tree(root: Path) -> dict[str, bytes]:
 
 def test_two_builds_are_byte_identical(inputs, tmp_path):
     build(options_for(inputs), now=NOW)
-    other = Options(catalogs=inputs / "catalogs", content=inputs / "content", out=tmp_path / "other")
+    other = options_for(inputs, out=tmp_path / "other")
     build(other, now=NOW)
     assert tree(inputs / "site") == tree(tmp_path / "other")
 
@@ -79,7 +80,7 @@ def test_rebuild_writes_only_what_changed_and_removes_what_no_longer_belongs(inp
 
 
 def test_guide_cells_match_the_engine_and_sizing(built_site):
-    inputs = gather(Options(), now=NOW)
+    inputs = gather(fixture_options(), now=NOW)
     catalog = inputs.catalog
     shop = compute.Shop(catalog)
     rules = catalog.rules
@@ -160,7 +161,7 @@ def test_prices_option_and_newest_snapshot(inputs):
 def test_stale_snapshot_warns_and_strict_fails(inputs):
     from datetime import datetime
 
-    from generator.errors import BuildError
+    from gpumem.errors import BuildError
 
     late = datetime(2026, 11, 30, tzinfo=UTC)
     assert gather(options_for(inputs), now=late).warnings == (
@@ -173,7 +174,7 @@ def test_stale_snapshot_warns_and_strict_fails(inputs):
 
 def test_cli_build_summary_and_check_writes_nothing(inputs):
     shutil.rmtree(inputs / "site", ignore_errors=True)
-    run = [sys.executable, "-m", "generator.cli"]
+    run = [sys.executable, "-m", "gpumem.cli", "--project", str(REPO)]
     paths = ["--catalogs", "catalogs", "--content", "content"]
     checked = subprocess.run([*run, "check", *paths], cwd=inputs, capture_output=True, text=True)
     assert checked.returncode == 0
@@ -185,7 +186,7 @@ def test_cli_build_summary_and_check_writes_nothing(inputs):
 
 
 def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monkeypatch):
-    from generator import build as pipeline
+    from gpumem import build as pipeline
 
     build(options_for(inputs), now=NOW)
     site = inputs / "site"
@@ -207,22 +208,22 @@ def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monk
 
 
 def test_the_fingerprint_follows_every_input(inputs):
-    from generator.build import fingerprint
+    from gpumem.build import fingerprint
 
-    first = fingerprint(options_for(inputs), gather(options_for(inputs), now=NOW))
+    first = fingerprint(gather(options_for(inputs), now=NOW))
     for path, old, new in [
         ("content/de/home.md", "GPU", "GPU "),
         ("catalogs/models.yaml", "params_b: 8.030261248", "params_b: 8.03"),
         ("catalogs/rules.yaml", "value: 0.15", "value: 0.14"),
     ]:
         edit(inputs / path, old, new)
-        changed = fingerprint(options_for(inputs), gather(options_for(inputs), now=NOW))
+        changed = fingerprint(gather(options_for(inputs), now=NOW))
         assert changed != first, path
         first = changed
 
 
 def test_parallel_and_single_process_rendering_give_the_same_bytes(inputs):
-    from generator.build import render_site
+    from gpumem.build import render_site
 
     gathered = gather(options_for(inputs), now=NOW)
     assert render_site(gathered, jobs=2) == render_site(gathered, jobs=1)

@@ -10,12 +10,14 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from generator import compute, memory
-from generator.build import PROJECT, load_catalog
-from generator.records import Architecture, Attention
-from generator.render import Formats
+from gpumem import compute, memory
+from gpumem.build import load_catalog
+from gpumem.records import Architecture, Attention
+from gpumem.render import Formats
 
-CATALOG = load_catalog()
+from .project import CATALOGS, REPO
+
+CATALOG = load_catalog(CATALOGS)
 SHOP = compute.Shop(CATALOG)
 RULES = CATALOG.rules
 URLS = {"es": "/es/calculadora/", "en": "/en/calculator/", "pt": "/pt/calculadora/", "fr": "/fr/calculateur/", "de": "/de/rechner/"}
@@ -297,7 +299,7 @@ def test_light_fast_and_local(calculator: Page, built_site):
 
 
 def test_constants_come_from_the_build_json_only():
-    script = (PROJECT / "templates/static/calculator.js").read_text()
+    script = (REPO / "templates/static/calculator.js").read_text()
     code = re.sub(r"//.*", "", script)
     numbers = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:e[+-]?\d+)?(?![\w.])", code))
     # Not rules: 0 and 1, 2 (a key and a value; two decimals of a width), 100 (percent), 1e9 (bytes per GB).

@@ -6,14 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator import memory
-from generator.build import load_catalog
-from generator.records import Architecture, Attention
+from gpumem import memory
+from gpumem.build import load_catalog
+from gpumem.records import Architecture, Attention
+
+from .project import CATALOGS
 
 
 @pytest.fixture(scope="module")
 def catalog():
-    return load_catalog()
+    return load_catalog(CATALOGS)
 
 
 def test_llama_3_1_70b_kv_cache_per_token_and_at_128k(catalog):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from generator.pages import Alternate, plan_pages
-from generator.records import Language, Site
+from gpumem.pages import Alternate, plan_pages
+from gpumem.records import Language, Site
 
 SITE = Site(
     base_url="https://example.org/guides/",

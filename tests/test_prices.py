@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import build, gather, load_catalog
-from generator.errors import BuildError
-from generator.prices import diff, import_export
+from gpumem.build import build, gather, load_catalog
+from gpumem.errors import BuildError
+from gpumem.prices import diff, import_export
 
 from .conftest import NOW, SNAPSHOT, options_for
+from .project import REPO
 
 HEADER = "machine_id,gpu,gpus,price_per_gpu_hour,country,form_factor,interconnect\n"
 
@@ -99,7 +100,19 @@ def test_json_rows_missing_a_key_are_named(root):
 
 def test_cli_import_exit_codes(root):
     (root / "bad.csv").write_text(HEADER + "a1,H900,8,1.95,US,SXM,NVLink\n")
-    run = [sys.executable, "-m", "generator.cli", "prices", "import", "--catalogs", "catalogs", "--taken-at", "2026-11-07T09:00:00Z"]
+    run = [
+        sys.executable,
+        "-m",
+        "gpumem.cli",
+        "--project",
+        str(REPO),
+        "prices",
+        "import",
+        "--catalogs",
+        "catalogs",
+        "--taken-at",
+        "2026-11-07T09:00:00Z",
+    ]
     failed = subprocess.run([*run, "bad.csv"], cwd=root, capture_output=True, text=True)
     assert failed.returncode == 1
     assert (

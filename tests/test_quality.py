@@ -11,12 +11,13 @@ import pytest
 import yaml
 from playwright.sync_api import Page
 
-from generator.build import PROJECT
-from generator.pages import page_url
+from gpumem.pages import page_url
 
-VNU = PROJECT / "node_modules/vnu-jar/build/dist/vnu.jar"
-AXE = PROJECT / "node_modules/axe-core/axe.min.js"
-SITE = yaml.safe_load((PROJECT / "content/site.yaml").read_text())
+from .project import REPO
+
+VNU = REPO / "node_modules/vnu-jar/build/dist/vnu.jar"
+AXE = REPO / "node_modules/axe-core/axe.min.js"
+SITE = yaml.safe_load((REPO / "content/site.yaml").read_text())
 MODELS = ("gemma-3-27b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b", "llama-2-7b")
 GPUS = ("l40s", "mi300x", "rtx-4090", "b300", "h200-sxm")
 

@@ -9,8 +9,9 @@ from babel.messages.pofile import read_po
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.build import TRANSLATIONS_DIR
-from generator.render import Formats, gettext_functions, load_translations
+from gpumem.render import Formats, gettext_functions, load_translations
+
+from .project import REPO
 
 MOMENT = datetime(2026, 10, 31, 16, 52, tzinfo=UTC)
 
@@ -38,7 +39,7 @@ def test_gigabytes_keep_one_decimal_at_most():
 
 @pytest.mark.parametrize("lang", ["es", "en", "pt", "fr", "de"])
 def test_every_message_is_translated_in_every_plural_form(lang):
-    with (TRANSLATIONS_DIR / lang / "LC_MESSAGES" / "messages.po").open("rb") as handle:
+    with (REPO / "translations" / lang / "LC_MESSAGES" / "messages.po").open("rb") as handle:
         catalog = read_po(handle, locale=lang)
     empty = [
         m.id for m in catalog if m.id and (not m.string or any(not s for s in (m.string if isinstance(m.string, tuple) else [m.string])))
@@ -48,16 +49,16 @@ def test_every_message_is_translated_in_every_plural_form(lang):
 
 
 def test_catalogs_hold_every_message_of_the_template():
-    with (TRANSLATIONS_DIR / "messages.pot").open("rb") as handle:
+    with (REPO / "translations" / "messages.pot").open("rb") as handle:
         template = {m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id}
     for lang in ("es", "en", "pt", "fr", "de"):
-        with (TRANSLATIONS_DIR / lang / "LC_MESSAGES" / "messages.po").open("rb") as handle:
+        with (REPO / "translations" / lang / "LC_MESSAGES" / "messages.po").open("rb") as handle:
             have = {m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id}
         assert template - have == set()
 
 
 def test_spanish_plurals_and_placeholders():
-    strings = gettext_functions(load_translations(TRANSLATIONS_DIR, "es"))
+    strings = gettext_functions(load_translations(REPO / "translations", "es"))
     assert strings["ngettext"]("%(num)s machine", "%(num)s machines", 1) == "1 máquina"
     assert strings["ngettext"]("%(num)s machine", "%(num)s machines", 188) == "188 máquinas"
     assert strings["_"]("%(count)s × %(names)s", count=2, names="H200 <b>") == "2 × H200 &lt;b&gt;"
@@ -67,13 +68,11 @@ def test_message_template_is_up_to_date_with_the_templates():
     """Every _() and ngettext() string of the templates is in messages.pot (run pybabel extract)."""
     from babel.messages.extract import extract_from_dir
 
-    from generator.build import PROJECT
-
     found = {
         message if isinstance(message, str) else message[0]
-        for _, _, message, _, _ in extract_from_dir(PROJECT / "templates", method_map=[("**.html", "jinja2")])
+        for _, _, message, _, _ in extract_from_dir(REPO / "templates", method_map=[("**.html", "jinja2")])
     }
-    with (TRANSLATIONS_DIR / "messages.pot").open("rb") as handle:
+    with (REPO / "translations" / "messages.pot").open("rb") as handle:
         template = {m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id}
     assert found == template
 

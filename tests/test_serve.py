@@ -8,6 +8,7 @@ import time
 import urllib.request
 
 from .conftest import edit
+from .project import REPO
 
 
 def fetch(url: str) -> str:
@@ -16,7 +17,7 @@ def fetch(url: str) -> str:
 
 
 def test_serve_rebuilds_when_content_changes(inputs):
-    command = [sys.executable, "-u", "-m", "generator.cli", "serve", "--catalogs", "catalogs", "--content", "content"]
+    command = [sys.executable, "-u", "-m", "gpumem.cli", "--project", str(REPO), "serve", "--catalogs", "catalogs", "--content", "content"]
     server = subprocess.Popen([*command, "--out", "site", "--port", "0"], cwd=inputs, stdout=subprocess.PIPE, text=True)
     try:
         lines = [server.stdout.readline(), server.stdout.readline()]

@@ -7,10 +7,11 @@ import re
 import shutil
 import xml.etree.ElementTree as ET
 
-from generator.build import Options, build, gather
-from generator.serve import served
+from gpumem.build import build, gather
+from gpumem.serve import served
 
 from .conftest import NOW, SNAPSHOT, edit, options_for
+from .project import fixture_options
 from .sitecheck import broken_links, crawl, read_page
 
 LANGUAGES = ("es", "en", "pt", "fr", "de")
@@ -19,7 +20,7 @@ XHTML = "{http://www.w3.org/1999/xhtml}"
 
 
 def test_every_page_exists_in_every_language(built_site):
-    inputs = gather(Options(), now=NOW)
+    inputs = gather(fixture_options(), now=NOW)
     per_language = 6 + len(inputs.catalog.models) + len(inputs.catalog.gpus)
     assert per_language == 60
     for lang in LANGUAGES:
@@ -155,7 +156,7 @@ def test_numbers_follow_a_catalog_and_price_change(inputs):
 def test_sub_path_site_served_under_a_prefix_follows_every_link(inputs, tmp_path):
     edit(inputs / "content/site.yaml", "base_url: https://gpumem.example.org/", "base_url: https://example.org/guides/")
     out = tmp_path / "host" / "guides"
-    build(Options(catalogs=inputs / "catalogs", content=inputs / "content", out=out), now=NOW)
+    build(options_for(inputs, out=out), now=NOW)
     assert broken_links(out, prefix="/guides/") == []
     with served(tmp_path / "host") as origin:
         seen, failures = crawl(origin, "/guides/")

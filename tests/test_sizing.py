@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator import sizing
-from generator.records import Gpu, Offer
+from gpumem import sizing
+from gpumem.records import Gpu, Offer
 
 
 def gpu(gpu_id: str, memory_gb: float) -> Gpu:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import TRANSLATIONS_DIR as PROJECT_TRANSLATIONS
-from generator.build import gather
-from generator.errors import BuildError
+from gpumem.build import gather
+from gpumem.errors import BuildError
 
 from .conftest import NOW, SNAPSHOT, edit, line_of, options_for
+from .project import REPO
 
 MODELS = Path("catalogs/models.yaml")
 GPUS = Path("catalogs/gpus.yaml")
@@ -145,17 +145,30 @@ def test_every_problem_of_every_file_at_once(root):
 
 def test_content_placeholder_error_names_file_and_line(root):
     edit(root / "content/en/home.md", "{{ f.date(snapshot.taken_at) }}", "{{ f.date(snapshot.taken_when) }}")
-    from generator.build import check
+    from gpumem.build import check
 
     with pytest.raises(BuildError) as raised:
         check(options_for(root), now=NOW)
     line = line_of(root / "content/en/home.md", "taken_when")
-    assert raised.value.lines == [f"content/en/home.md:{line}: template: 'generator.records.Snapshot object' has no attribute 'taken_when'"]
+    assert raised.value.lines == [f"content/en/home.md:{line}: template: 'gpumem.records.Snapshot object' has no attribute 'taken_when'"]
 
 
 def test_cli_reports_problems_with_exit_1_no_traceback_and_site_untouched(root):
     site = root / "site"
-    build = [sys.executable, "-m", "generator.cli", "build", "--catalogs", "catalogs", "--content", "content", "--out", "site"]
+    build = [
+        sys.executable,
+        "-m",
+        "gpumem.cli",
+        "--project",
+        str(REPO),
+        "build",
+        "--catalogs",
+        "catalogs",
+        "--content",
+        "content",
+        "--out",
+        "site",
+    ]
     first = subprocess.run(build, cwd=root, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     before = {p: p.read_bytes() for p in site.rglob("*") if p.is_file()}
@@ -211,5 +224,5 @@ def test_a_language_needs_its_interface_strings(root):
         (root / "content/it").mkdir(exist_ok=True)
         (root / "content/it" / page.name).write_text(page.read_text())
     assert problems(root) == [
-        f"{PROJECT_TRANSLATIONS}/it/LC_MESSAGES/messages.po: missing: every language needs its interface strings (see README, Editing content)"
+        f"{REPO}/translations/it/LC_MESSAGES/messages.po: missing: every language needs its interface strings (see README, Editing content)"
     ]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.errors import BuildError
-from generator.write import MARKER, write_site
+from gpumem.errors import BuildError
+from gpumem.write import MARKER, write_site
 
 
 def files_under(root: Path) -> dict[str, bytes]:

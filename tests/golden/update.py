@@ -11,8 +11,8 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from generator.build import Options, build
-from generator.write import MARKER
+from gpumem.build import build, project_options
+from gpumem.write import MARKER
 
 GOLDEN = Path(__file__).resolve().parent
 FIXTURE = GOLDEN / "fixture"
@@ -23,7 +23,7 @@ NOW = datetime(2026, 11, 1, tzinfo=UTC)
 
 def build_fixture(out: Path) -> str:
     """The fixture site's pages as one text, built into `out` (assets and the writer's marker left out)."""
-    build(Options(catalogs=FIXTURE / "catalogs", content=FIXTURE / "content", out=out), now=NOW)
+    build(project_options(GOLDEN.parent.parent, catalogs=FIXTURE / "catalogs", content=FIXTURE / "content", out=out), now=NOW)
     pages = [p for p in sorted(out.rglob("*")) if p.is_file() and p.name != MARKER and p.parts[len(out.parts)] != "assets"]
     return "".join(f"=== {p.relative_to(out)} ===\n{p.read_text()}" for p in pages)
 

@@ -1,0 +1,21 @@
+"""Where the tests find the project's code and their own fixture data.
+
+Tests read templates, translations and content from this repository, but catalogs and the
+price snapshot from tests/fixtures/catalogs: a frozen copy, so importing a newer snapshot or
+adding a model to catalogs/ (the daily routine) never changes what a test expects.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpumem.build import Options, project_options
+
+REPO = Path(__file__).resolve().parent.parent
+CATALOGS = REPO / "tests" / "fixtures" / "catalogs"
+
+
+def fixture_options(**changes: Any) -> Options:
+    """Options for this repository's project with the fixture catalogs."""
+    return project_options(REPO, **{"catalogs": CATALOGS, **changes})
