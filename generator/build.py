@@ -10,7 +10,7 @@ import pickle
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any
 
 from . import compute
 from .errors import BuildError, Problems
-from .load import ContentPage, read_content, read_yaml, snapshot_files, snapshot_time
+from .load import ContentPage, check_translations, read_content, read_yaml, snapshot_files, snapshot_time
 from .pages import CONTENT_KEYS, KINDS, Page, plan_pages
 from .records import Catalog, Site
 from .render import Renderer
@@ -145,12 +145,30 @@ def gather(options: Options, now: datetime | None = None) -> Inputs:
         catalog_file = options.translations / language.code / "LC_MESSAGES" / "messages.po"
         if not catalog_file.is_file():
             problems.add_raw(f"{_label(catalog_file)}: missing: every language needs its interface strings (see README, Editing content)")
+        else:
+            check_translations(catalog_file, _label(catalog_file), language.code, problems)
+    if catalog is not None and site is not None:
+        check_outputs(plan_pages(site, subjects(catalog)), site, _label(site_path), problems)
     problems.raise_if_any()
     assert catalog is not None and site is not None  # no problem means every part was read
     warnings = _warnings(catalog, site, now or datetime.now(UTC))
     if options.strict and warnings:
         raise BuildError([*warnings, "--strict: warnings are errors"])
     return Inputs(options, catalog, site, content, warnings)
+
+
+def check_outputs(pages: Iterable[Page], site: Site, path: str, problems: Problems) -> None:
+    """Every page has a file of its own: two routes (a guide's and a model's with some id) must never meet."""
+    taken: dict[str, str] = {}
+    for page in pages:
+        who = f"{page.key} {page.subject}".strip() + f" ({page.lang})"
+        if page.output in taken:
+            line = site.route_lines.get((page.key, page.lang), 0)
+            problems.add(
+                path, line, "site", f"routes.{page.key}.{page.lang}", f"{who} would be written to {page.output}, as {taken[page.output]}"
+            )
+        else:
+            taken[page.output] = who
 
 
 def _read_content(content_dir: Path, site: Site, problems: Problems) -> dict[tuple[str, str], ContentPage]:
@@ -216,7 +234,9 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
         return renderer.render(page.template, context).encode()
 
     renderer.prepare(catalog.snapshot.currency)
-    files = in_parallel(pages, render, jobs) if jobs > 1 else {page.output: render(page) for page in pages}
+    files, problems = in_parallel(pages, render, jobs) if jobs > 1 else render_pages(pages, render)
+    if problems:
+        raise BuildError(sorted(set(problems), key=problems.index))
     first = site.languages[0].code
     root = {**common, **renderer.language_context(first, catalog.snapshot.currency), "pages": pages}
     root["not_found"] = [(language, renderer.strings[language.code]["_"]("Page not found")) for language in site.languages]
@@ -240,7 +260,21 @@ def parallel_jobs() -> int:
     return min(2, cpus)
 
 
-def in_parallel(pages: tuple[Page, ...], render: Callable[[Page], bytes], jobs: int) -> dict[str, bytes]:
+def render_pages(pages: Iterable[Page], render: Callable[[Page], bytes]) -> tuple[dict[str, bytes], list[str]]:
+    """Render every page; a page that fails is reported, and the others are still rendered,
+    so one build lists every problem (a content file's error is reported once, not per page)."""
+    files, problems = {}, []
+    for page in pages:
+        try:
+            files[page.output] = render(page)
+        except BuildError as error:
+            problems += error.lines
+        except Exception as error:  # noqa: BLE001 - a template that fails on some catalog value
+            problems.append(f"templates/{page.template}: {page.output}: {type(error).__name__}: {error}")
+    return files, problems
+
+
+def in_parallel(pages: tuple[Page, ...], render: Callable[[Page], bytes], jobs: int) -> tuple[dict[str, bytes], list[str]]:
     """Render pages in `jobs` processes: forked children take every jobs-th page, the parent the rest."""
     children = []
     for job in range(1, jobs):
@@ -255,25 +289,23 @@ def in_parallel(pages: tuple[Page, ...], render: Callable[[Page], bytes], jobs: 
         os.close(writer)
         children.append((pid, reader))
     try:
-        files = {p.output: render(p) for p in pages[0::jobs]}
+        files, problems = render_pages(pages[0::jobs], render)
     finally:
         results = [_collect(pid, reader) for pid, reader in children]
     for kind, value in results:
-        if kind == "problems":
-            raise BuildError(value)
         if kind != "ok":
-            raise BuildError([f"a rendering process failed: {value}"])
-        files.update(value)
-    return {p.output: files[p.output] for p in pages}
+            problems.append(f"a rendering process failed: {value}")
+            continue
+        files.update(value[0])
+        problems += value[1]
+    return {p.output: files[p.output] for p in pages if p.output in files}, problems
 
 
 def _render_share(pages: tuple[Page, ...], render: Callable[[Page], bytes], writer: int) -> None:
-    """In a child: render pages and pickle the outcome (files, problems or a crash) into the pipe."""
+    """In a child: render pages and pickle the outcome (files and problems, or a crash) into the pipe."""
     payload: tuple[str, Any]
     try:
-        payload = ("ok", {p.output: render(p) for p in pages})
-    except BuildError as error:
-        payload = ("problems", error.lines)
+        payload = ("ok", render_pages(pages, render))
     except BaseException:  # noqa: BLE001 - reported by the parent
         payload = ("crash", traceback.format_exc(limit=-1).strip().splitlines()[-1])
     with contextlib.suppress(OSError), os.fdopen(writer, "wb") as stream:

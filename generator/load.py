@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from babel.messages.pofile import read_po
 
 from .errors import Problems
 
@@ -51,7 +53,7 @@ _LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 def parse_yaml(text: str, path: str, problems: Problems) -> Any:
     """Parse YAML text; a syntax error becomes a problem with PyYAML's line and column."""
     try:
-        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a safe loader
+        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a safe loader
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
@@ -59,19 +61,94 @@ def parse_yaml(text: str, path: str, problems: Problems) -> Any:
         if error.context and error.problem and error.context_mark:
             message += f" ({error.context} started on line {error.context_mark.line + 1})"
         problems.add_raw(f"{where}: YAML syntax error: {message}", path, mark.line + 1 if mark else 0)
-    except yaml.YAMLError as error:
-        problems.add_raw(f"{path}: YAML syntax error: {error}")
+        return None
+    except (yaml.YAMLError, RecursionError) as error:
+        problems.add_raw(f"{path}: YAML syntax error: {error or type(error).__name__}")
+        return None
+    shared = _first_shared(data)
+    if shared is not None:
+        problems.add_raw(f"{path}:{shared}: YAML aliases (*name) are not accepted: write each value out", path, shared)
+        return None
+    return data
+
+
+def _first_shared(data: Any) -> int | None:
+    """The line of a mapping or list that appears twice (a YAML alias), or None.
+
+    Aliases let a few lines stand for billions of values; refusing them keeps every file's
+    size a true measure of its work. The walk stops at the first repeat, so it is linear.
+    """
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, line = stack.pop()
+        if not isinstance(value, (dict, list)):
+            continue
+        if id(value) in seen:
+            return line
+        seen.add(id(value))
+        if isinstance(value, LineDict):
+            stack += [(item, value.line_of(key)) for key, item in value.items()]
+        elif isinstance(value, dict):
+            stack += [(item, line) for item in value.values()]
+        else:
+            stack += [(item, line) for item in value]
     return None
 
 
-def read_yaml(path: Path, label: str, problems: Problems) -> Any:
-    """Read and parse one YAML file; a missing file is a problem, not a traceback."""
+# No input of a build comes near this; a larger file is a mistake (or /dev/zero), not a catalog.
+MAX_FILE_BYTES = 20_000_000
+
+
+def read_text(path: Path, label: str, problems: Problems) -> str | None:
+    """A regular file's UTF-8 text; anything else (missing, a device, too large, not UTF-8) is a problem."""
     try:
-        text = path.read_text(encoding="utf-8")
+        if not path.is_file():
+            problems.add_raw(f"{label}: {'not a regular file' if path.exists() else 'cannot read: No such file or directory'}")
+            return None
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as error:
         problems.add_raw(f"{label}: cannot read: {error.strerror or error}")
         return None
-    return parse_yaml(text, label, problems)
+    if len(data) > MAX_FILE_BYTES:
+        problems.add_raw(f"{label}: larger than {MAX_FILE_BYTES:,} bytes; not read")
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        problems.add_raw(f"{label}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start:,})", label, line)
+        return None
+
+
+def read_yaml(path: Path, label: str, problems: Problems) -> Any:
+    """Read and parse one YAML file; a missing, unreadable or empty file is a problem, not a traceback."""
+    text = read_text(path, label, problems)
+    if text is None:
+        return None
+    found = len(problems.found)
+    data = parse_yaml(text, label, problems)
+    if data is None and len(problems.found) == found:
+        problems.add_raw(f"{label}:1: empty file (expected YAML fields)", label, 1)
+    return data
+
+
+def check_translations(path: Path, label: str, lang: str, problems: Problems) -> None:
+    """A .po file that reads, and whose translations keep their message's %(name)s placeholders."""
+    text = read_text(path, label, problems)
+    if text is None:
+        return
+    try:
+        catalog = read_po(io.StringIO(text), locale=lang.replace("-", "_"))
+    except Exception as error:  # noqa: BLE001 - Babel raises several kinds for a broken file
+        problems.add_raw(f"{label}: cannot read: {error}")
+        return
+    for message, errors in catalog.check():
+        ident = message.id[0] if isinstance(message.id, tuple) else message.id
+        line = message.lineno or 0
+        for wrong in errors:
+            problems.add_raw(f"{label}:{line}: msgstr: {wrong} (msgid {ident!r:.80})", label, line)
 
 
 SNAPSHOT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}(-\d{2})?Z\.yaml$")
@@ -107,22 +184,24 @@ class ContentPage:
     body_line: int
 
 
-FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.DOTALL)
+FRONT_MATTER = re.compile(r"\A---\n(?:(.*?)\n)?---[ \t]*(?:\n|\Z)", re.DOTALL)
 
 
 def read_content(path: Path, label: str, problems: Problems) -> ContentPage | None:
     """Read a Markdown page with a YAML front matter between `---` lines."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        problems.add_raw(f"{label}: cannot read: {error.strerror or error}")
+    text = read_text(path, label, problems)
+    if text is None:
         return None
+    text = text.replace("\r\n", "\n")
     match = FRONT_MATTER.match(text)
     if not match:
         problems.add_raw(f"{label}:1: front matter: expected the file to open with '---' lines")
         return None
-    meta = parse_yaml("\n" + match.group(1), label, problems)  # keep file line numbers
+    found = len(problems.found)
+    meta = parse_yaml("\n" + (match.group(1) or ""), label, problems)  # keep file line numbers
     if meta is None:
+        if len(problems.found) == found:
+            problems.add_raw(f"{label}:2: front matter: empty (expected title and description)", label, 2)
         return None
     if not isinstance(meta, LineDict):
         problems.add_raw(f"{label}:2: front matter: expected a mapping of fields")

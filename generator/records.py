@@ -193,6 +193,7 @@ class Site:
     languages: tuple[Language, ...]
     routes: dict[str, dict[str, str]]
     stale_after_days: float
+    route_lines: dict[tuple[str, str], int] = field(default_factory=dict)  # (page key, language) -> line
 
     @property
     def base_path(self) -> str:

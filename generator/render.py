@@ -10,6 +10,7 @@ import functools
 import gettext
 import io
 import json
+import math
 import re
 import traceback
 from collections.abc import Callable, Iterable
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.sandbox
 import markdown
 from babel import Locale
 from babel.dates import format_date, format_time
@@ -42,6 +44,17 @@ class FailingUndefined(jinja2.StrictUndefined):
         self._fail_with_undefined_error()
 
 
+class FormatError(ValueError):
+    """A placeholder asked to format something that is not a number, a price or a date."""
+
+
+def _checked(value: Any) -> float:
+    """A finite number, or a FormatError saying what a placeholder passed instead."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise FormatError(f"expected a number to format, got {value!r:.80}")
+    return value
+
+
 _STEPS = [Decimal(1).scaleb(-digits) for digits in range(8)]
 
 
@@ -50,7 +63,8 @@ class Formats:
 
     def __init__(self, lang: str, currency: str) -> None:
         self.lang, self.currency = lang, currency
-        locale = Locale.parse(lang)
+        self.locale = lang.replace("-", "_")  # Babel's form of a BCP 47 code: pt-BR -> pt_BR
+        locale = Locale.parse(self.locale)
         self._separators = str.maketrans({",": get_group_symbol(locale=locale), ".": get_decimal_symbol(locale=locale)})
         self.number = functools.lru_cache(maxsize=None)(self._number)  # type: ignore[method-assign]
 
@@ -60,7 +74,7 @@ class Formats:
         A float is read as its shortest decimal form (repr), as Babel and the browser's
         Intl.NumberFormat both read it: 0.05 is 0.05, not the binary 0.05000000000000000277.
         """
-        rounded = Decimal(repr(value)).quantize(_STEPS[digits], rounding=ROUND_HALF_EVEN)
+        rounded = Decimal(repr(_checked(value))).quantize(_STEPS[digits], rounding=ROUND_HALF_EVEN)
         text = f"{rounded:,f}"
         if "." in text:
             text = text.rstrip("0").rstrip(".")
@@ -75,30 +89,30 @@ class Formats:
         return f"{self.number(value / 1024)}k" if value >= 1024 else self.number(value)
 
     def money(self, value: float) -> str:
-        return format_currency(value, self.currency, locale=self.lang)
+        return format_currency(_checked(value), self.currency, locale=self.locale)
 
     def percent(self, value: float) -> str:
-        return format_percent(value, locale=self.lang)
+        return format_percent(_checked(value), locale=self.locale)
 
     def date(self, moment: datetime) -> str:
-        return format_date(moment, "medium", locale=self.lang)
+        return format_date(moment, "medium", locale=self.locale)
 
     def time(self, moment: datetime) -> str:
-        return format_time(moment, "HH:mm", locale=self.lang)
+        return format_time(moment, "HH:mm", locale=self.locale)
 
     def either(self, names: Iterable[str]) -> str:
         """'L40S, RTX 6000 Ada or RTX A6000' in the page's language."""
-        return format_list(list(names), style="or", locale=self.lang)
+        return format_list(list(names), style="or", locale=self.locale)
 
     def both(self, names: Iterable[str]) -> str:
-        return format_list(list(names), locale=self.lang)
+        return format_list(list(names), locale=self.locale)
 
 
 def load_translations(translations_dir: Path, lang: str) -> gettext.NullTranslations:
     """A language's gettext catalog, compiled from its .po file in memory."""
     path = translations_dir / lang / "LC_MESSAGES" / "messages.po"
     with path.open("rb") as handle:
-        catalog = read_po(handle, locale=lang)
+        catalog = read_po(handle, locale=lang.replace("-", "_"))
     compiled = io.BytesIO()
     write_mo(compiled, catalog)
     compiled.seek(0)
@@ -136,9 +150,24 @@ def _unescaped(value: Any) -> Any:
     return value
 
 
+# Inside <script>, a JSON text must not contain what could end the element or start markup:
+# "<", ">" and "&" are written as JSON escapes (only ever inside strings), and so are the two
+# line terminators that older JavaScript parsers reject.
+_SCRIPT_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def script_json(value: Any) -> Markup:
+    """JSON safe inside a <script> element, whatever strings the catalogs hold.
+
+    A string is taken as JSON text already serialized; anything else is serialized here.
+    """
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return Markup(str(text).translate(_SCRIPT_ESCAPES))
+
+
 def text_json(value: Any) -> Markup:
     """JSON for a script element: the text of translated strings, safe inside HTML."""
-    return jinja2.utils.htmlsafe_json_dumps(_unescaped(value))
+    return script_json(_unescaped(value))
 
 
 def faq_json(faq: Iterable[tuple[Markup, Markup]]) -> Markup:
@@ -151,8 +180,7 @@ def faq_json(faq: Iterable[tuple[Markup, Markup]]) -> Markup:
         }
         for question, answer in faq
     ]
-    data = {"@context": "https://schema.org", "@type": "FAQPage", "mainEntity": entities}
-    return Markup(json.dumps(data, ensure_ascii=False, sort_keys=True).replace("</", "<\\/"))
+    return script_json({"@context": "https://schema.org", "@type": "FAQPage", "mainEntity": entities})
 
 
 @dataclass(frozen=True)
@@ -181,7 +209,20 @@ class Renderer:
         self.env.globals["faq_json"] = faq_json
         self.env.globals["charts"] = charts
         self.env.filters["text_json"] = text_json
+        self.env.filters["script_json"] = script_json
         self.env.globals["part_width"] = lambda part, total: f"{100 * part / total:.2f}%"
+        # Content Markdown is written by people, not programmers: its templates run sandboxed (no
+        # attribute starting with "_", no unsafe callable), with no loader (nothing to include)
+        # and only the names in CONTENT_NAMES.
+        self.content_env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+            loader=jinja2.DictLoader({}),
+            autoescape=True,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            undefined=FailingUndefined,
+            keep_trailing_newline=True,
+        )
+        self.content_env.filters.update(self.env.filters)
         self.strings = {lang: gettext_functions(load_translations(translations_dir, lang)) for lang in languages}
         self.markdown = markdown.Markdown(extensions=["toc"], output_format="html")
         self._contexts: dict[tuple[str, str], dict[str, Any]] = {}
@@ -214,7 +255,9 @@ class Renderer:
         for item in meta.get("faq", ()):
             pieces += [(item.line_of("q"), item["q"]), (item.line_of("a"), item["a"])]
         pieces.append((page.body_line, page.body))
-        filled = [text.strip("\n") for text in self._fill(page, pieces, context)]
+        names = {name: context[name] for name in CONTENT_NAMES if name in context}
+        names["m"] = self.env.get_template("_macros.html").make_module(context)
+        filled = [text.strip("\n") for text in self._fill(page, pieces, names)]
         title, description, *faq, body = filled
         return Content(
             title=title.strip(),
@@ -227,19 +270,38 @@ class Renderer:
         self.markdown.reset()
         return Markup(self.markdown.convert(source))
 
-    def _fill(self, page: ContentPage, pieces: list[tuple[int, str]], context: dict[str, Any]) -> list[str]:
-        """Render content pieces (line, text) as one template; errors name the content file and line."""
-        source, line = ["{% import '_macros.html' as m with context %}"], 1
+    def _fill(self, page: ContentPage, pieces: list[tuple[int, str]], names: dict[str, Any]) -> list[str]:
+        """Render content pieces (line, text) as one sandboxed template; errors name the content file and line."""
+        source, line = [], 1
         for start, text in pieces:
             source.append("\n" * max(0, start - line) + text + SEPARATOR)
             line = max(line, start) + text.count("\n")
+        env = self.content_env
         try:
-            code = self.env.compile("".join(source), name=page.path, filename=page.path)
-            rendered = self.env.template_class.from_code(self.env, code, self.env.globals).render(context)
+            code = env.compile("".join(source), name=page.path, filename=page.path)
+            rendered = env.template_class.from_code(env, code, env.globals).render(names)
         except jinja2.TemplateSyntaxError as error:
             raise BuildError([f"{page.path}:{error.lineno}: template: {error.message}"]) from None
-        except (jinja2.UndefinedError, TypeError, KeyError, AttributeError, StopIteration) as error:
+        except Exception as error:  # noqa: BLE001 - whatever a placeholder does wrong is the content's problem
             frames = [f.lineno for f in traceback.extract_tb(error.__traceback__) if f.filename == page.path]
             where = f"{page.path}:{frames[-1]}" if frames else page.path
-            raise BuildError([f"{where}: template: {error or type(error).__name__}"]) from None
+            raise BuildError([f"{where}: template: {_explain(error)}"]) from None
         return rendered.split(SEPARATOR)[: len(pieces)]
+
+
+# What content templates may name: formats, strings, links and the figures computed for them.
+CONTENT_NAMES: tuple[str, ...] = ("f", "_", "ngettext", "link", "page", "rules", "snapshot", "guide", "vram", "sizing", "calc")
+CONTENT_NAMES += ("catalog", "shop", "fits", "figures")  # until content holds words only (issue 9)
+
+
+def _explain(error: Exception) -> str:
+    """An error raised by a placeholder, in words: the message, or the kind of error when it has none."""
+    if isinstance(error, jinja2.TemplateNotFound):
+        return f"content cannot include or import other templates ({error.name!r})"
+    if isinstance(error, FormatError):
+        return str(error)
+    if isinstance(error, jinja2.sandbox.SecurityError):
+        return f"not allowed in content: {error}"
+    text = str(error).strip()
+    kind = type(error).__name__
+    return f"{kind}: {text}" if text and not isinstance(error, jinja2.UndefinedError) else text or kind

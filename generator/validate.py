@@ -32,18 +32,57 @@ def describe(value: Any) -> str:
     return "nothing" if value is None else repr(value)
 
 
-def positive_int(value: Any) -> int:
+# Past these a number is a typo, not a model or a GPU, and would overflow the arithmetic.
+LARGEST_NUMBER = 1e12
+# Names, labels and ids are short; prose (notes, answers) is longer but still bounded, so one
+# runaway value cannot turn into a gigabyte of pages.
+TEXT_CHARACTERS = 300
+PROSE_CHARACTERS = 20_000
+CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+
+
+def _whole(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise Invalid(f"expected a positive integer, got {describe(value)}")
     return value
 
 
-def positive_number(value: Any) -> float:
+def _real(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise Invalid(f"expected a positive number, got {describe(value)}")
-    if value == float("inf"):
-        raise Invalid(f"expected a finite number, got {describe(value)}")
-    return float(value)
+    return value
+
+
+def _within(number: Any, limit: float, value: Any) -> Any:
+    if not number <= limit:
+        shown = (
+            f"{value:.3g}"
+            if isinstance(value, float)
+            else describe(value)
+            if len(str(value)) <= 20
+            else f"a {len(str(value))}-digit number"
+        )
+        raise Invalid(f"expected at most {limit:,g}, got {shown}")
+    return number
+
+
+def positive_int(value: Any) -> int:
+    return _within(_whole(value), LARGEST_NUMBER, value)
+
+
+def positive_number(value: Any) -> float:
+    return float(_within(_real(value), LARGEST_NUMBER, value))
+
+
+def at_most(kind: Callable[[Any], Any], limit: float) -> Callable[[Any], Any]:
+    """A positive integer or number no larger than a limit that no real entry comes near."""
+    base: Callable[[Any], Any] = _whole if kind is positive_int else _real
+
+    def check(value: Any) -> Any:
+        return kind(_within(base(value), limit, value))
+
+    check.expectation = _EXPECTATIONS.get(kind, "")  # type: ignore[attr-defined]
+    return check
 
 
 def fraction(value: Any) -> float:
@@ -54,22 +93,37 @@ def fraction(value: Any) -> float:
 
 
 def text(value: Any) -> str:
+    """One line of text: a name, a label, an id of the outside world."""
     if not isinstance(value, str) or not value.strip():
         raise Invalid(f"expected text, got {describe(value)}")
+    if len(value) > TEXT_CHARACTERS:
+        raise Invalid(f"expected at most {TEXT_CHARACTERS} characters, got {len(value):,}")
+    if CONTROL.search(value):
+        raise Invalid(f"expected one line of text without control characters, got {describe(value)}")
     return value.strip()
 
 
-SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+def prose(value: Any) -> str:
+    """Text that may run over several lines: notes, a question's answer."""
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid(f"expected text, got {describe(value)}")
+    if len(value) > PROSE_CHARACTERS:
+        raise Invalid(f"expected at most {PROSE_CHARACTERS:,} characters, got {len(value):,}")
+    return value.strip()
+
+
+SLUG = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
 def slug(value: Any) -> str:
-    if not isinstance(value, str) or not SLUG.match(value):
-        raise Invalid(f"expected an id of lowercase letters, digits, '.', '-' or '_', got {describe(value)}")
+    if not isinstance(value, str) or not SLUG.fullmatch(value):
+        shown = describe(value) if not isinstance(value, str) or len(value) <= 80 else f"{value[:60]!r}… ({len(value):,} characters)"
+        raise Invalid(f"expected an id of at most 64 lowercase letters, digits, '.', '-' or '_', got {shown}")
     return value
 
 
 def url(value: Any) -> str:
-    if not isinstance(value, str) or not re.match(r"^https?://\S+$", value):
+    if not isinstance(value, str) or len(value) > 2_000 or not re.fullmatch(r"https?://\S+", value):
         raise Invalid(f"expected a URL starting with https://, got {describe(value)}")
     return value
 
@@ -167,6 +221,7 @@ _EXPECTATIONS: dict[Callable[[Any], Any], str] = {
     positive_number: " (expected a positive number)",
     fraction: " (expected a fraction between 0 and 1)",
     text: " (expected text)",
+    prose: " (expected text)",
     slug: " (expected an id)",
     url: " (expected a URL)",
     boolean: " (expected true or false)",
@@ -176,7 +231,7 @@ _EXPECTATIONS: dict[Callable[[Any], Any], str] = {
 
 
 def _expectation(kind: Callable[[Any], Any]) -> str:
-    return _EXPECTATIONS.get(kind, "")
+    return getattr(kind, "expectation", None) or _EXPECTATIONS.get(kind, "")
 
 
 def entries(data: Any, key: str, path: str, problems: Problems) -> list[tuple[LineDict, str]]:
@@ -196,7 +251,8 @@ def entries(data: Any, key: str, path: str, problems: Problems) -> list[tuple[Li
         if not isinstance(item, LineDict):
             problems.add(path, data.line_of(key), f"entry {index}", key, f"expected a mapping of fields, got {describe(item)}")
             continue
-        ident = item["id"] if isinstance(item.get("id"), str) else f"entry {index}"
+        given = item.get("id")
+        ident = given if isinstance(given, str) and given.isprintable() and 0 < len(given) <= 64 else f"entry {index}"
         found.append((item, ident))
     return found
 
@@ -211,6 +267,8 @@ def unique(entry: Entry, name: str, value: Any, seen: dict[Any, int]) -> None:
         seen[value] = entry.data.line_of(name)
 
 
+# The largest model a catalog may hold, in billions of parameters (today's largest are near 2,000).
+MAX_PARAMS_B = 100_000
 MODEL_FIELDS = (
     "id name family size_label params_b active_params_b layers hidden heads kv_heads head_dim native_context attention license source notes"
 ).split()
@@ -230,13 +288,13 @@ def read_models(data: Any, path: str, problems: Problems) -> tuple[Model, ...]:
         entry.check_keys(MODEL_FIELDS)
         model_id = entry.get("id", slug)
         unique(entry, "id", model_id, seen)
-        params = entry.get("params_b", positive_number)
-        active = entry.get("active_params_b", positive_number, required=False)
+        params = entry.get("params_b", at_most(positive_number, MAX_PARAMS_B))
+        active = entry.get("active_params_b", at_most(positive_number, MAX_PARAMS_B), required=False)
         if params and active and active > params:
             entry.report(item.line_of("active_params_b"), "active_params_b", f"{active} is more than params_b ({params})")
-        layers = entry.get("layers", positive_int)
-        heads = entry.get("heads", positive_int)
-        kv_heads = entry.get("kv_heads", positive_int)
+        layers = entry.get("layers", at_most(positive_int, 1_000))
+        heads = entry.get("heads", at_most(positive_int, 4_096))
+        kv_heads = entry.get("kv_heads", at_most(positive_int, 4_096))
         if heads and kv_heads and heads % kv_heads:
             entry.report(item.line_of("kv_heads"), "kv_heads", f"{kv_heads} does not divide heads ({heads})")
         attention = read_attention(entry, layers)
@@ -244,13 +302,13 @@ def read_models(data: Any, path: str, problems: Problems) -> tuple[Model, ...]:
             name=entry.get("name", text),
             family=entry.get("family", text),
             size_label=entry.get("size_label", text),
-            hidden=entry.get("hidden", positive_int),
-            native_context=entry.get("native_context", positive_int),
+            hidden=entry.get("hidden", at_most(positive_int, 1_000_000)),
+            native_context=entry.get("native_context", at_most(positive_int, 100_000_000)),
             license=entry.get("license", text),
             source=entry.get("source", url),
-            notes=entry.get("notes", text, required=False, default=""),
+            notes=entry.get("notes", prose, required=False, default=""),
         )
-        head_dim = entry.get("head_dim", positive_int)
+        head_dim = entry.get("head_dim", at_most(positive_int, 4_096))
         if not entry.failed:
             arch = Architecture(layers, heads, kv_heads, head_dim, attention)
             models.append(Model(id=model_id, params_b=params, active_params_b=active, arch=arch, **fields))
@@ -267,7 +325,7 @@ def read_attention(entry: Entry, layers: int | None) -> Attention:
         entry.failed = True
         return Attention()
     section.check_keys(ATTENTION_FIELDS[kind])
-    numbers = {name: section.get(name, positive_int) for name in ATTENTION_FIELDS[kind][1:]}
+    numbers = {name: section.get(name, at_most(positive_int, 100_000_000)) for name in ATTENTION_FIELDS[kind][1:]}
     sliding = numbers.get("sliding_layers")
     if sliding and layers and sliding > layers:
         section.report(section.data.line_of("sliding_layers"), "sliding_layers", f"{sliding} is more than layers ({layers})")
@@ -298,13 +356,13 @@ def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
             full_name=entry.get("full_name", text),
             vendor=entry.get("vendor", text),
             segment=entry.get("segment", one_of(("consumer", "workstation", "datacenter"), "segment")),
-            memory_gb=entry.get("memory_gb", positive_number),
+            memory_gb=entry.get("memory_gb", at_most(positive_number, 10_000)),
             memory_type=entry.get("memory_type", text),
-            bandwidth_tb_s=entry.get("bandwidth_tb_s", positive_number),
+            bandwidth_tb_s=entry.get("bandwidth_tb_s", at_most(positive_number, 1_000)),
             form_factor=entry.get("form_factor", text),
             interconnect=entry.get("interconnect", text),
             fp8=entry.get("fp8", boolean),
-            year=entry.get("year", positive_int),
+            year=entry.get("year", at_most(positive_int, 2_100)),
             source=entry.get("source", url),
         )
         if not entry.failed:
@@ -643,7 +701,7 @@ def read_site(data: Any, path: str, problems: Problems, page_keys: Iterable[str]
     if base_url and not base_url.endswith("/"):
         top.report(data.line_of("base_url"), "base_url", f"expected a URL ending with '/', got {describe(base_url)}")
     stale = top.get("stale_after_days", positive_number, required=False, default=7.0)
-    languages = []
+    languages: list[Language] = []
     for item in data.get("languages") or []:
         if not isinstance(item, LineDict):
             top.report(data.line_of("languages"), "languages", f"expected a mapping with code and name, got {describe(item)}")
@@ -651,14 +709,17 @@ def read_site(data: Any, path: str, problems: Problems, page_keys: Iterable[str]
         entry = Entry(problems, path, item, "site", "languages.")
         entry.check_keys(("code", "name"))
         code, name = entry.get("code", locale_code), entry.get("name", text)
+        if code and code.lower() in (language.code.lower() for language in languages):
+            entry.report(item.line_of("code"), "code", f"language {describe(code)} is listed twice")
         top.failed = top.failed or entry.failed
-        if code and name:
+        if code and name and not entry.failed:
             languages.append(Language(code, name))
     if not languages:
         top.report(data.line_of("languages"), "languages", "expected a list of languages with code and name")
     codes = [language.code for language in languages]
     routes_entry = top.section("routes")
     routes: dict[str, dict[str, str]] = {}
+    route_lines: dict[tuple[str, str], int] = {}
     if routes_entry is not None:
         routes_entry.check_keys(page_keys)
         for key in page_keys:
@@ -668,10 +729,16 @@ def read_site(data: Any, path: str, problems: Problems, page_keys: Iterable[str]
             route.check_keys(codes)
             paths = {code: route.get(code, _route_path) for code in codes}
             routes[key] = {code: value for code, value in paths.items() if value is not None}
+            route_lines.update({(key, code): route.data.line_of(code) for code in routes[key]})
+            for code, value in routes[key].items():
+                other = next((k for k in routes if k != key and routes[k].get(code) == value), None)
+                if other is not None:
+                    route.report(route.data.line_of(code), code, f"path {describe(value)} is also the path of routes.{other}.{code}")
+            routes_entry.failed = routes_entry.failed or route.failed
         top.failed = top.failed or routes_entry.failed
     if top.failed:
         return None
-    return Site(base_url, tuple(languages), routes, stale)
+    return Site(base_url, tuple(languages), routes, stale, route_lines)
 
 
 def locale_code(value: Any) -> str:
@@ -690,7 +757,7 @@ def _route_path(value: Any) -> str:
     """A page's path below its language folder: '' for the language's home, else slugs joined by '/'."""
     if value == "":
         return ""
-    if not isinstance(value, str) or not all(SLUG.match(part) for part in value.split("/")):
+    if not isinstance(value, str) or not all(SLUG.fullmatch(part) for part in value.split("/")):
         raise Invalid(f"expected a path of lowercase slugs joined by '/', got {describe(value)}")
     return value
 
@@ -700,7 +767,7 @@ def check_front_matter(page: ContentPage, key: str, problems: Problems) -> bool:
     entry = Entry(problems, page.path, page.meta, key)
     entry.check_keys(("title", "description", "faq"))
     entry.get("title", text)
-    entry.get("description", text)
+    entry.get("description", prose)
     items = page.meta.get("faq", [])
     if not isinstance(items, list):
         entry.report(page.meta.line_of("faq"), "faq", f"expected a list of questions (q) and answers (a), got {describe(items)}")
@@ -712,6 +779,6 @@ def check_front_matter(page: ContentPage, key: str, problems: Problems) -> bool:
         question = Entry(problems, page.path, item, key, f"faq[{index}].")
         question.check_keys(("q", "a"))
         question.get("q", text)
-        question.get("a", text)
+        question.get("a", prose)
         entry.failed = entry.failed or question.failed
     return not entry.failed
