@@ -88,11 +88,10 @@ def _first_shared(data: Any) -> int | None:
             return line
         seen.add(id(value))
         if isinstance(value, LineDict):
-            stack += [(item, value.line_of(key)) for key, item in value.items()]
-        elif isinstance(value, dict):
-            stack += [(item, line) for item in value.values()]
+            children = [(item, value.line_of(key)) for key, item in value.items()]
         else:
-            stack += [(item, line) for item in value]
+            children = [(item, line) for item in (value.values() if isinstance(value, dict) else value)]
+        stack += reversed(children)  # in file order, so the first alias is the one reported
     return None
 
 
