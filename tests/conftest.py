@@ -71,3 +71,14 @@ def site_url(built_site: Path) -> Iterator[str]:
     """The built site served on 127.0.0.1 for the browser tests."""
     with served(built_site) as origin:
         yield origin
+
+
+# Modules that need Chromium, Java or subprocesses of long builds: left out of the fast part
+# (`pytest -m "not slow"`), which the daily-routine test runs in a copy of the project.
+SLOW_MODULES = {"test_quality", "test_calculator", "test_lighthouse", "test_injection", "test_browser", "test_routine", "test_serve"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.module.__name__.rpartition(".")[2] in SLOW_MODULES or "page" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
