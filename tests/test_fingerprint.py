@@ -34,14 +34,32 @@ def rebuild(project: Path, **options) -> dict[str, bytes]:
 @pytest.mark.parametrize(
     "path, old, new, page, expected",
     [
-        ("catalogs/models.yaml", 'name: "Llama 3.1 8B"', 'name: "Llama 3.1 8B Base"', "en/models/llama-3.1-8b/index.html", "Llama 3.1 8B Base"),
-        ("catalogs/gpus.yaml", 'full_name: "GeForce RTX 4090"', 'full_name: "GeForce RTX 4090 D"', "en/gpus/rtx-4090/index.html", "RTX 4090 D"),
+        (
+            "catalogs/models.yaml",
+            'name: "Llama 3.1 8B"',
+            'name: "Llama 3.1 8B Base"',
+            "en/models/llama-3.1-8b/index.html",
+            "Llama 3.1 8B Base",
+        ),
+        (
+            "catalogs/gpus.yaml",
+            'full_name: "GeForce RTX 4090"',
+            'full_name: "GeForce RTX 4090 D"',
+            "en/gpus/rtx-4090/index.html",
+            "RTX 4090 D",
+        ),
         ("catalogs/rules.yaml", "value: 0.15", "value: 0.14", "en/calculator/index.html", '"runtimeOverhead":0.14'),
         (f"catalogs/prices/{SNAPSHOT}", "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 2.05,", "en/prices/index.html", "$2.05"),
         ("content/en/home.md", "Three questions", "Three hard questions", "en/index.html", "Three hard questions"),
         ("templates/home.html", "</article>", "<p>template edit</p></article>", "en/index.html", "template edit"),
         ("templates/static/style.css", "body", "/* style edit */ body", "assets/style.css", "style edit"),
-        ("translations/es/LC_MESSAGES/messages.po", 'msgstr "Ir al contenido"', 'msgstr "Saltar al contenido"', "es/index.html", "Saltar al contenido"),
+        (
+            "translations/es/LC_MESSAGES/messages.po",
+            'msgstr "Ir al contenido"',
+            'msgstr "Saltar al contenido"',
+            "es/index.html",
+            "Saltar al contenido",
+        ),
     ],
 )
 def test_each_kind_of_input_changes_the_site(project, path, old, new, page, expected):

@@ -44,7 +44,9 @@ def test_a_new_snapshot_and_a_new_model_leave_the_suite_green(tmp_path):
     (tmp_path / "export.csv").write_text(export_of_today(catalogs))
     taken = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:00Z")
     gpumem = [sys.executable, "-m", "gpumem.cli", "--project", str(project)]
-    imported = subprocess.run([*gpumem, "prices", "import", str(tmp_path / "export.csv"), "--taken-at", taken], capture_output=True, text=True)
+    imported = subprocess.run(
+        [*gpumem, "prices", "import", str(tmp_path / "export.csv"), "--taken-at", taken], capture_output=True, text=True
+    )
     assert imported.returncode == 0, imported.stderr
     models = catalogs / "models.yaml"
     first = models.read_text().split("\n  - id: ")[1]
