@@ -240,11 +240,12 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
     first = site.languages[0].code
     root = {**common, **renderer.language_context(first, catalog.snapshot.currency), "pages": pages}
     root["not_found"] = [(language, renderer.strings[language.code]["_"]("Page not found")) for language in site.languages]
-    for name in (*ROOT_PAGES, "sitemap.xml", "robots.txt"):
-        files[name] = renderer.render(name, root).encode()
-    for path in sorted(options.static.iterdir()):
-        files[f"assets/{path.name}"] = path.read_bytes()
-    return files
+    extra = {name: renderer.render(name, root).encode() for name in (*ROOT_PAGES, "sitemap.xml", "robots.txt")}
+    extra.update({f"assets/{path.name}": path.read_bytes() for path in sorted(options.static.iterdir()) if path.is_file()})
+    clash = sorted(set(extra) & set(files))
+    if clash:  # check_outputs keeps pages apart; this keeps them off the site's own files
+        raise BuildError([f"{name}: a page and the site's own file would both be written here" for name in clash])
+    return {**files, **extra}
 
 
 def parallel_jobs() -> int:
