@@ -214,6 +214,7 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
         site=site,
         catalog=catalog,
         snapshot=catalog.snapshot,
+        rules=catalog.rules,
         figures=figures,
         shop=figures.shop,
         guide=figures.main,

@@ -27,6 +27,12 @@ class Cell:
     def need_gb(self) -> float:
         return self.choice.need_gb
 
+    @property
+    def on_one_gpu(self) -> bool:
+        """Whether a single GPU on offer holds the figure."""
+        best = self.choice.best
+        return best is not None and best.total_gpus == 1
+
 
 @dataclass(frozen=True)
 class Row:
@@ -50,6 +56,16 @@ class Table:
 
     def row(self, label: str) -> Row:
         return next(r for r in self.rows if r.size.label == label)
+
+
+@dataclass(frozen=True)
+class OnOffer:
+    """A GPU the pages name and what the snapshot offers of it; when it is not on offer, the nearest GPU that is."""
+
+    gpu: Gpu
+    market: Market | None
+    nearest: Gpu | None = None
+    nearest_market: Market | None = None
 
 
 @dataclass
@@ -86,6 +102,28 @@ class Shop:
     def lowest_price(self, gpu_id: str) -> float | None:
         found = self.markets.get(gpu_id)
         return found.lowest_price if found else None
+
+    def nearest_on_offer(self, gpu: Gpu) -> Gpu | None:
+        """The GPU on offer that comes nearest to `gpu`, for text that names a GPU the snapshot lacks.
+
+        Nearest means closest in memory, preferring at least as much: among the other GPUs on
+        offer, the one with the least memory at or above `gpu`'s; when none has that much, the one
+        with the most memory below it. Equal memory goes to the lower price per GPU-hour, then to
+        the catalog id. None only when nothing else is on offer.
+        """
+        offered = [g for g in self.catalog.gpus if g.id in self.markets and g.id != gpu.id]
+        enough = [g for g in offered if g.memory_gb >= gpu.memory_gb]
+        if enough:
+            return min(enough, key=lambda g: (g.memory_gb, self.markets[g.id].lowest_price, g.id))
+        return min(offered, key=lambda g: (-g.memory_gb, self.markets[g.id].lowest_price, g.id), default=None)
+
+    def on_offer(self, gpu: Gpu) -> OnOffer:
+        """What the snapshot offers of a GPU; the nearest GPU on offer when it offers none."""
+        market = self.markets.get(gpu.id)
+        if market is not None:
+            return OnOffer(gpu, market)
+        nearest = self.nearest_on_offer(gpu)
+        return OnOffer(gpu, None, nearest, self.markets[nearest.id] if nearest else None)
 
 
 def room_gb(catalog: Catalog, arch: Architecture, kv_precision: str, context: int) -> float:
@@ -126,6 +164,32 @@ def fine_tuning_table(catalog: Catalog, shop: Shop) -> Table:
 
 
 @dataclass(frozen=True)
+class OnCard:
+    """A table cell against one card: whether one such card holds the figure."""
+
+    column: str
+    need_gb: float
+    fits: bool
+    choice: Choice
+
+
+@dataclass(frozen=True)
+class CardCheck:
+    """A row of a guide table against one card: per column, fits on the card or not."""
+
+    kind: str
+    gpu: Gpu
+    size: SizeClass
+    cells: tuple[OnCard, ...]
+
+
+def card_check(table: Table, row: Row, gpu: Gpu) -> CardCheck:
+    """Each cell of a table's row on one card (when it does not fit, its choice holds the smallest configuration on offer)."""
+    cells = tuple(OnCard(c.column, c.need_gb, fits(c.need_gb, gpu), c.choice) for c in row.cells)
+    return CardCheck(table.kind, gpu, row.size, cells)
+
+
+@dataclass(frozen=True)
 class MainGuide:
     """Everything the main guide shows: its two tables and the figures its prose cites."""
 
@@ -134,6 +198,23 @@ class MainGuide:
     full_example_gb: float
     qlora_example_gb: float
     card_lines: tuple[tuple[str, float], ...]
+    price_examples: tuple[OnOffer, ...] = ()
+    consumer_gpu: Gpu | None = None
+    consumer_checks: tuple[CardCheck, ...] = ()
+
+    @property
+    def offered_examples(self) -> tuple[OnOffer, ...]:
+        """The price examples on offer in the snapshot, in the order rules.yaml lists them."""
+        return tuple(e for e in self.price_examples if e.market is not None)
+
+    @property
+    def missing_examples(self) -> tuple[OnOffer, ...]:
+        """The price examples the snapshot does not offer, each with the nearest GPU that it does."""
+        return tuple(e for e in self.price_examples if e.market is None)
+
+    def consumer(self, label: str) -> CardCheck:
+        """The fine-tuning row of a size class against the consumer card of rules.yaml."""
+        return next(c for c in self.consumer_checks if c.size.label == label)
 
     @property
     def chart(self) -> tuple[tuple[str, tuple[float, ...]], ...]:
@@ -151,13 +232,18 @@ def main_guide(catalog: Catalog, shop: Shop) -> MainGuide:
     """The main guide: both tables, the worked examples of its rules and the cards its chart marks."""
     rules = catalog.rules
     serving = serving_table(catalog, shop)
+    tuning = fine_tuning_table(catalog, shop)
     top = max(cell.need_gb for row in serving.rows for cell in row.cells)
+    consumer = catalog.gpu(rules.consumer_gpu)
     return MainGuide(
         serving=serving,
-        fine_tuning=fine_tuning_table(catalog, shop),
+        fine_tuning=tuning,
         full_example_gb=memory.full_fine_tuning_gb(rules.full_example_params_b, rules.full_bytes),
         qlora_example_gb=memory.qlora_gb(rules.qlora_example_params_b, rules.qlora_bytes),
         card_lines=card_lines(catalog, shop, top),
+        price_examples=tuple(shop.on_offer(catalog.gpu(i)) for i in rules.price_examples),
+        consumer_gpu=consumer,
+        consumer_checks=tuple(card_check(tuning, row, consumer) for row in tuning.rows),
     )
 
 
@@ -282,6 +368,7 @@ class GpuPage:
     gpu: Gpu
     market: Market | None
     rows: tuple[GpuModelRow, ...]
+    offer: OnOffer | None = None
 
     @property
     def fitting(self) -> tuple[GpuModelRow, ...]:
@@ -315,7 +402,7 @@ def gpu_page(catalog: Catalog, shop: Shop, gpu: Gpu) -> GpuPage:
     rows = tuple(
         GpuModelRow(model, tuple(gpu_fit(catalog, gpu, model, p) for p in catalog.rules.serving_precisions)) for model in catalog.models
     )
-    return GpuPage(gpu, shop.markets.get(gpu.id), rows)
+    return GpuPage(gpu, shop.markets.get(gpu.id), rows, shop.on_offer(gpu))
 
 
 @dataclass(frozen=True)
@@ -363,6 +450,27 @@ class VramGuide:
     cost_saving: float
     chart: tuple[Series, ...]
     card_lines: tuple[tuple[str, float], ...]
+
+    @property
+    def tight_case(self) -> str:
+        """What the snapshot makes of the tight example: "tight" (the smallest configuration holds it with
+        almost no room and a bigger one is on offer), "no_bigger" (tight, and nothing bigger), "roomy" (the
+        smallest holds it with room to spare) or "none" (no configuration holds it)."""
+        if self.tight_choice.best is None:
+            return "none"
+        if not self.tight_choice.tight:
+            return "roomy"
+        return "tight" if self.roomy_choice.best is not None else "no_bigger"
+
+    @property
+    def cost_case(self) -> str:
+        """What the snapshot makes of the cost comparison: "saving" (4 bits costs less per hour), "no_saving"
+        (both are on offer, 4 bits saves nothing), "low_only" (only the 4-bit need is held) or "none"."""
+        if self.cost_low.choice.best is None:
+            return "none"
+        if self.cost_high.choice.best is None:
+            return "low_only"
+        return "saving" if self.cost_saving > 0 else "no_saving"
 
 
 def card_lines(catalog: Catalog, shop: Shop, top_gb: float) -> tuple[tuple[str, float], ...]:
@@ -447,13 +555,22 @@ class CardFit:
 
 
 @dataclass(frozen=True)
+class WeightsFit:
+    """A model's weights at one precision against a card size: whether they fit."""
+
+    precision: str
+    gb: float
+    fits: bool
+
+
+@dataclass(frozen=True)
 class SizingGuide:
     """The sizing article's figures: weights per size, cache under concurrency, what fits where."""
 
     weights: tuple[tuple[float, tuple[float, ...]], ...]
     quantization_factor: float
     largest_card_gb: float
-    seventy_fits: tuple[tuple[str, float, bool], ...]
+    seventy_fits: tuple[WeightsFit, ...]
     seventy_bf16_gb: float
     example: Model
     kv_small_gb: float
@@ -465,6 +582,7 @@ class SizingGuide:
     busy_requests: int
     card_sizes: tuple[float, ...]
     fits: tuple[tuple[Model, tuple[CardFit, ...]], ...]
+    multi_gpu_counts: tuple[int, ...] = ()
 
     @property
     def seventy_bf16_fits(self) -> bool:
@@ -497,7 +615,7 @@ def sizing_guide(catalog: Catalog) -> SizingGuide:
         quantization_factor=rules.precisions["bf16"] / rules.precisions["int4"],
         largest_card_gb=max(rules.card_sizes_gb),
         seventy_fits=tuple(
-            (p, gb, gb <= max(rules.card_sizes_gb))
+            WeightsFit(p, gb, gb <= max(rules.card_sizes_gb))
             for p in rules.serving_precisions
             for gb in [memory.weights_gb(rules.example_size_b, rules.precisions[p])]
         ),
@@ -512,6 +630,7 @@ def sizing_guide(catalog: Catalog) -> SizingGuide:
         busy_requests=rules.busy_requests,
         card_sizes=rules.card_sizes_gb,
         fits=tuple((m, tuple(card_fit(catalog, m, c) for c in rules.card_sizes_gb)) for m in catalog.models),
+        multi_gpu_counts=tuple(n for n in rules.gpu_counts if n > 1),
     )
 
 
@@ -530,6 +649,7 @@ class CalculatorPage:
     small_total_gb: float
     small_cards: tuple[Gpu, ...]
     default: CalculatorState
+    small_card_gb: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -604,6 +724,7 @@ def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
         small_total_gb=small_bf16 + small_kv,
         small_cards=tuple(sorted((g for g in holding if g.memory_gb == smallest), key=lambda g: g.name)),
         default=calculator_default(catalog, shop),
+        small_card_gb=smallest or 0.0,
     )
 
 

@@ -130,6 +130,8 @@ class Rules:
     calculator_limits: dict[str, float] = field(default_factory=dict)
     calculator_defaults: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    price_examples: tuple[str, ...] = ()  # GPUs whose lowest price the main guide quotes
+    consumer_gpu: str = ""  # the card the main guide checks fine-tuning against
 
 
 @dataclass(frozen=True)

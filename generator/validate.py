@@ -416,6 +416,8 @@ RULE_FIELDS: tuple[tuple[str, str, str, Any], ...] = (
     ("busy_requests", "guides", "busy_requests", positive_int),
     ("busy_context", "guides", "busy_context", positive_int),
     ("small_context", "guides", "small_context", positive_int),
+    ("price_examples", "guides", "price_examples", "gpus"),
+    ("consumer_gpu", "guides", "consumer_gpu", "gpu"),
 )
 LIMITS = ("max_params_b", "max_layers", "max_heads", "max_head_dim", "max_batch", "max_context")
 # Keys a block holds besides its RULE_FIELDS and its source.
@@ -437,10 +439,11 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     precisions = _byte_table(top, "precisions", sources)
     kv_precisions = _byte_table(top, "kv_precisions", sources)
     blocks = _rule_blocks(top, sources)
-    kinds = {
+    kinds: dict[str, Callable[[Any], Any]] = {
         "precision": one_of(precisions or (), "precision"),
         "model": _known(model_ids, "model", "models.yaml"),
         "gpu": _known(gpu_ids, "GPU", "gpus.yaml"),
+        "gpus": _known_list(gpu_ids, "GPU", "gpus.yaml"),
     }
     values: dict[str, Any] = {
         field: block.get(key, kinds.get(kind, kind)) if (block := blocks.get(where)) else None for field, where, key, kind in RULE_FIELDS
@@ -531,6 +534,21 @@ def _known(ids: set[str] | None, what: str, where: str) -> Callable[[Any], str]:
         if ids is not None and ident not in ids:
             raise Invalid(f"unknown {what} {describe(ident)} (not in {where})")
         return ident
+
+    return check
+
+
+def _known_list(ids: set[str] | None, what: str, where: str) -> Callable[[Any], tuple[str, ...]]:
+    """A non-empty list of ids that another catalog file must declare, in the order given, without repeats."""
+    known = _known(ids, what, where)
+
+    def check(value: Any) -> tuple[str, ...]:
+        if not isinstance(value, list) or not value:
+            raise Invalid(f"expected a list of {what} ids, got {describe(value)}")
+        found = tuple(known(item) for item in value)
+        if len(set(found)) != len(found):
+            raise Invalid(f"expected each {what} once, got {describe(value)}")
+        return found
 
     return check
 
