@@ -291,7 +291,6 @@ class Renderer:
 
 # What content templates may name: formats, strings, links and the figures computed for them.
 CONTENT_NAMES: tuple[str, ...] = ("f", "_", "ngettext", "link", "page", "rules", "snapshot", "guide", "vram", "sizing", "calc")
-CONTENT_NAMES += ("catalog", "shop", "fits", "figures")  # until content holds words only (issue 9)
 
 
 def _explain(error: Exception) -> str:

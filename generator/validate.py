@@ -37,6 +37,7 @@ LARGEST_NUMBER = 1e12
 # Names, labels and ids are short; prose (notes, answers) is longer but still bounded, so one
 # runaway value cannot turn into a gigabyte of pages.
 TEXT_CHARACTERS = 300
+CITATION_CHARACTERS = 2_000
 PROSE_CHARACTERS = 20_000
 CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
 
@@ -92,15 +93,24 @@ def fraction(value: Any) -> float:
     return number
 
 
-def text(value: Any) -> str:
-    """One line of text: a name, a label, an id of the outside world."""
+def _line(value: Any, limit: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise Invalid(f"expected text, got {describe(value)}")
-    if len(value) > TEXT_CHARACTERS:
-        raise Invalid(f"expected at most {TEXT_CHARACTERS} characters, got {len(value):,}")
+    if len(value) > limit:
+        raise Invalid(f"expected at most {limit:,} characters, got {len(value):,}")
     if CONTROL.search(value):
         raise Invalid(f"expected one line of text without control characters, got {describe(value)}")
     return value.strip()
+
+
+def text(value: Any) -> str:
+    """One line of text: a name, a label, an id of the outside world."""
+    return _line(value, TEXT_CHARACTERS)
+
+
+def citation(value: Any) -> str:
+    """Where a figure comes from: one line, which may be long (several sources joined)."""
+    return _line(value, CITATION_CHARACTERS)
 
 
 def prose(value: Any) -> str:
@@ -222,6 +232,7 @@ _EXPECTATIONS: dict[Callable[[Any], Any], str] = {
     fraction: " (expected a fraction between 0 and 1)",
     text: " (expected text)",
     prose: " (expected text)",
+    citation: " (expected text)",
     slug: " (expected an id)",
     url: " (expected a URL)",
     boolean: " (expected true or false)",
@@ -564,7 +575,7 @@ def _sourced(parent: Entry, name: str, fields: tuple[str, ...], sources: dict[st
     if section is None:
         return None
     section.check_keys(fields)
-    source = section.get("source", text)
+    source = section.get("source", citation)
     if source:
         sources[f"{parent.prefix}{name}"] = source
     return section

@@ -20,6 +20,7 @@ from jinja2 import nodes
 from gpumem import compute
 from gpumem.build import build, gather
 from gpumem.errors import BuildError
+from gpumem.render import CONTENT_NAMES
 
 from .conftest import NOW, SNAPSHOT, edit, line_of, options_for
 from .project import REPO, fixture_options
@@ -28,7 +29,7 @@ CONTENT = REPO / "content"
 FILES = sorted(CONTENT.glob("*/*.md"))
 
 # The only names a content placeholder may read (the content renderer's sandbox will expose just these).
-ALLOWED_NAMES = frozenset({"m", "f", "_", "ngettext", "link", "page", "rules", "snapshot", "guide", "vram", "sizing", "calc"})
+ALLOWED_NAMES = frozenset({"m", *CONTENT_NAMES})  # the macros, and what the sandbox passes
 # Expressions that are logic, not words. Concat (`~`) joins caption words and stays allowed;
 # every other binary operator (arithmetic, and, or) is a BinExpr.
 LOGIC = {
