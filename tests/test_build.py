@@ -142,7 +142,7 @@ def test_faq_answers_are_computed(built_site):
     html = (built_site / "en/guides/gpu-memory/index.html").read_text()
     assert "<li>4-bit (INT4), 42\xa0GB: yes, on 1 × L40S, RTX A6000, or RTX 6000 Ada.</li>" in html
     assert "<li>Full fine-tuning needs 128\xa0GB: it does not fit; the smallest configuration that holds it is 1 × H200.</li>" in html
-    assert re.search(r"An H100 started at \$2\.07 per GPU-hour and an RTX 4090 at\s+\$0\.38", html)
+    assert re.search(r"The H100 started at \$2\.07 per GPU-hour and the RTX 4090 at\s+\$0\.38", html)
 
 
 def test_prices_option_and_newest_snapshot(inputs):
@@ -155,7 +155,7 @@ def test_prices_option_and_newest_snapshot(inputs):
     assert picked.snapshot.name == "2026-10-31T16-52Z"
     assert picked.earlier_snapshots == ("2026-11-07T09-00Z",)
     build(options_for(inputs), now=NOW)
-    assert "An H100 started at $1.99 per GPU-hour" in " ".join((inputs / "site/en/guides/gpu-memory/index.html").read_text().split())
+    assert "The H100 started at $1.99 per GPU-hour" in " ".join((inputs / "site/en/guides/gpu-memory/index.html").read_text().split())
 
 
 def test_stale_snapshot_warns_and_strict_fails(inputs):

@@ -145,7 +145,7 @@ def test_numbers_follow_a_catalog_and_price_change(inputs):
     assert "A model with 71.5 billion parameters." in text
     assert '<span class="need">143\xa0GB</span>' in model_page.read_text()  # 71.5 x 2 bytes, the weights table
     guide = " ".join((inputs / "site/en/guides/gpu-memory/index.html").read_text().split())
-    assert "An H100 started at $1.87 per GPU-hour" in guide  # FAQ answer
+    assert "The H100 started at $1.87 per GPU-hour" in guide  # FAQ answer
     assert "H100 from $1.87 per GPU-hour" in guide  # table cell
     assert "Mistral 7B v0.3 takes 30\xa0GB at FP32, 15\xa0GB at FP16" in calculator.read_text()  # calculator FAQ
     prices = (inputs / "site/es/precios/index.html").read_text()
