@@ -105,11 +105,19 @@ def declared_ids(data: object, key: str) -> set[str] | None:
     return {item["id"] for item in data[key] if isinstance(item, dict) and isinstance(item.get("id"), str)}
 
 
+def declared_formats(rules: object) -> set[str] | None:
+    """Weight formats rules.yaml declares, valid or not, for the models' release formats."""
+    deployment = rules.get("deployment") if isinstance(rules, dict) else None
+    table = deployment.get("weight_formats") if isinstance(deployment, dict) else None
+    return {str(name) for name in table} if isinstance(table, dict) else None
+
+
 def read_catalog(catalogs: Path, prices: Path | None, problems: Problems) -> Catalog | None:
     """The catalogs and one price snapshot, validated; None when any of them has a problem."""
     paths = {name: catalogs / f"{name}.yaml" for name in ("models", "gpus", "rules")}
     raw = {name: read_yaml(path, _label(path), problems) for name, path in paths.items()}
-    models = read_models(raw["models"], _label(paths["models"]), problems) if raw["models"] is not None else ()
+    formats = declared_formats(raw["rules"])
+    models = read_models(raw["models"], _label(paths["models"]), problems, formats) if raw["models"] is not None else ()
     gpus = read_gpus(raw["gpus"], _label(paths["gpus"]), problems) if raw["gpus"] is not None else ()
     model_ids, gpu_ids = declared_ids(raw["models"], "models"), declared_ids(raw["gpus"], "gpus")
     rules = read_rules(raw["rules"], _label(paths["rules"]), problems, model_ids, gpu_ids) if raw["rules"] is not None else None

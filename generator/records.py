@@ -22,14 +22,31 @@ FULL_ATTENTION = Attention()
 
 
 @dataclass(frozen=True)
+class Experts:
+    """A mixture-of-experts block: routed experts per layer, how many a token uses, their width."""
+
+    count: int
+    active: int
+    intermediate: int
+    shared: int = 0
+    dense_layers: int = 0  # leading layers with a dense MLP instead (DeepSeek's first_k_dense_replace)
+
+
+@dataclass(frozen=True)
 class Architecture:
-    """The numbers of a transformer that decide its key-value cache and GPU split."""
+    """The numbers of a transformer that decide its key-value cache, its GPU split and what a
+    runtime allocates for it (0 where a custom model does not say)."""
 
     layers: int
     heads: int
     kv_heads: int
     head_dim: int
     attention: Attention = FULL_ATTENTION
+    hidden: int = 0
+    vocab: int = 0
+    tied_embeddings: bool = False
+    intermediate: int = 0
+    experts: Experts | None = None
 
 
 @dataclass(frozen=True)
@@ -42,16 +59,21 @@ class Model:
     size_label: str
     params_b: float
     active_params_b: float | None
-    hidden: int
     native_context: int
     arch: Architecture
     license: str
     source: str
     notes: str = ""
+    release: str = "bf16"  # the weight format of the official checkpoint
+    vision_params_b: float = 0.0  # a vision tower, kept at 16 bits by quantized formats
 
     @property
     def is_moe(self) -> bool:
         return self.active_params_b is not None
+
+    @property
+    def hidden(self) -> int:
+        return self.arch.hidden
 
 
 @dataclass(frozen=True)
@@ -130,6 +152,7 @@ class Rules:
     calculator_limits: dict[str, float] = field(default_factory=dict)
     calculator_defaults: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    deployment: DeploymentRules | None = None
     price_examples: tuple[str, ...] = ()  # GPUs whose lowest price the main guide quotes
     consumer_gpu: str = ""  # the card the main guide checks fine-tuning against
 
@@ -202,3 +225,45 @@ class Site:
         """The path part of the base URL, '/' for a site served from a host's root."""
         rest = self.base_url.split("://", 1)[-1]
         return "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How a checkpoint stores its weights (rules.yaml, deployment.weight_formats)."""
+
+    name: str
+    label: str
+    bits: float  # per quantized weight, scales and zero points included
+    scope: str  # all | linear | experts: which weights take `bits` (the others stay at 16 bits)
+    runtime: str  # vllm | llama.cpp
+    pad_to: int = 0  # the runtime pads the experts' intermediate width to a multiple of this
+
+
+@dataclass(frozen=True)
+class KvFormat:
+    """How a runtime stores the key-value cache (rules.yaml, deployment.kv_formats)."""
+
+    name: str
+    label: str
+    bytes: float  # per element
+    runtime: str
+
+
+@dataclass(frozen=True)
+class DeploymentRules:
+    """The runtime's constants: its memory budget, its own memory and its scheduler defaults."""
+
+    weight_formats: dict[str, WeightFormat]
+    kv_formats: dict[str, KvFormat]
+    utilization: float
+    non_torch_bytes: float
+    parallel_bytes: float
+    activation_bytes: float
+    sampler_bytes: float
+    llamacpp_batch: int
+    large_card_gib: float
+    large_card_exceptions: tuple[str, ...]
+    large_batch_tokens: int
+    large_batch_sequences: int
+    small_batch_tokens: int
+    small_batch_sequences: int

@@ -13,6 +13,7 @@ from .load import ContentPage, LineDict
 from .records import (
     Architecture,
     Attention,
+    Experts,
     Gpu,
     Language,
     Model,
@@ -281,8 +282,10 @@ def unique(entry: Entry, name: str, value: Any, seen: dict[Any, int]) -> None:
 # The largest model a catalog may hold, in billions of parameters (today's largest are near 2,000).
 MAX_PARAMS_B = 100_000
 MODEL_FIELDS = (
-    "id name family size_label params_b active_params_b layers hidden heads kv_heads head_dim native_context attention license source notes"
+    "id name family size_label params_b active_params_b layers hidden heads kv_heads head_dim native_context attention "
+    "vocab tied_embeddings intermediate experts vision_params_b release license source notes"
 ).split()
+EXPERT_FIELDS = ("count", "active", "intermediate", "shared", "dense_layers")
 ATTENTION_FIELDS = {
     "full": ("kind",),
     "sliding": ("kind", "window", "sliding_layers"),
@@ -290,8 +293,9 @@ ATTENTION_FIELDS = {
 }
 
 
-def read_models(data: Any, path: str, problems: Problems) -> tuple[Model, ...]:
-    """models.yaml: one typed Model per entry."""
+def read_models(data: Any, path: str, problems: Problems, formats: set[str] | None = None) -> tuple[Model, ...]:
+    """models.yaml: one typed Model per entry; a release format must be one rules.yaml declares."""
+    release = one_of(formats, "weight format") if formats else slug
     models: list[Model] = []
     seen: dict[Any, int] = {}
     for item, ident in entries(data, "models", path, problems):
@@ -313,17 +317,57 @@ def read_models(data: Any, path: str, problems: Problems) -> tuple[Model, ...]:
             name=entry.get("name", text),
             family=entry.get("family", text),
             size_label=entry.get("size_label", text),
-            hidden=entry.get("hidden", at_most(positive_int, 1_000_000)),
             native_context=entry.get("native_context", at_most(positive_int, 100_000_000)),
             license=entry.get("license", text),
             source=entry.get("source", url),
             notes=entry.get("notes", prose, required=False, default=""),
+            release=entry.get("release", release, required=False, default="bf16"),
+            vision_params_b=entry.get("vision_params_b", at_most(positive_number, MAX_PARAMS_B), required=False, default=0.0),
         )
-        head_dim = entry.get("head_dim", at_most(positive_int, 4_096))
+        shape = dict(
+            head_dim=entry.get("head_dim", at_most(positive_int, 4_096)),
+            hidden=entry.get("hidden", at_most(positive_int, 1_000_000)),
+            vocab=entry.get("vocab", at_most(positive_int, 10_000_000)),
+            tied_embeddings=entry.get("tied_embeddings", boolean),
+            intermediate=entry.get("intermediate", at_most(positive_int, 10_000_000)),
+            experts=read_experts(entry, layers, active is not None),
+        )
         if not entry.failed:
-            arch = Architecture(layers, heads, kv_heads, head_dim, attention)
+            arch = Architecture(layers, heads, kv_heads, attention=attention, **shape)
             models.append(Model(id=model_id, params_b=params, active_params_b=active, arch=arch, **fields))
     return tuple(models)
+
+
+def read_experts(entry: Entry, layers: int | None, moe: bool) -> Experts | None:
+    """A mixture-of-experts model's experts block (required exactly when active_params_b is given)."""
+    if "experts" not in entry.data:
+        if moe:
+            entry.report(entry.data.line, "experts", "missing field (a model with active_params_b needs its experts block)")
+        return None
+    section = entry.section("experts")
+    if section is None:
+        return None
+    if not moe:
+        section.report(entry.data.line_of("experts"), "", "experts given, but no active_params_b")
+    section.check_keys(EXPERT_FIELDS)
+    count, active = section.get("count", at_most(positive_int, 100_000)), section.get("active", at_most(positive_int, 100_000))
+    if count and active and active > count:
+        section.report(section.data.line_of("active"), "active", f"{active} is more than count ({count})")
+    dense = section.get("dense_layers", _whole_or_zero, required=False, default=0)
+    if dense and layers and dense >= layers:
+        section.report(section.data.line_of("dense_layers"), "dense_layers", f"{dense} leaves no MoE layer of {layers}")
+    numbers = dict(
+        intermediate=section.get("intermediate", at_most(positive_int, 10_000_000)),
+        shared=section.get("shared", _whole_or_zero, required=False, default=0),
+    )
+    entry.failed = entry.failed or section.failed
+    return None if section.failed else Experts(count, active, dense_layers=dense, **numbers)
+
+
+def _whole_or_zero(value: Any) -> int:
+    if value == 0 and not isinstance(value, bool):
+        return 0
+    return at_most(positive_int, 100_000)(value)
 
 
 def read_attention(entry: Entry, layers: int | None) -> Attention:
@@ -435,7 +479,7 @@ LIMITS = ("max_params_b", "max_layers", "max_heads", "max_head_dim", "max_batch"
 EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", *LIMITS)}
 RULE_SECTIONS = (
     "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
-    "serving_precisions fine_tuning_methods pages guides facts calculator"
+    "serving_precisions fine_tuning_methods pages guides facts calculator deployment"
 ).split()
 
 
@@ -444,6 +488,8 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     if not isinstance(data, LineDict):
         problems.add_raw(f"{path}:1: rules: expected a mapping of sections")
         return None
+    from .read_deployment import read_deployment  # it reads with this module's Entry
+
     top = Entry(problems, path, data, "rules")
     top.check_keys(RULE_SECTIONS)
     sources: dict[str, str] = {}
@@ -469,6 +515,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         facts=_facts(top, sources),
         calculator_limits={name: calculator.get(name, positive_number) for name in LIMITS} if calculator else None,
         calculator_defaults=_calculator_defaults(calculator, precisions or {}, kv_precisions or {}, kinds["model"]) if calculator else None,
+        deployment=read_deployment(top, sources),
     )
     if precisions is None or kv_precisions is None or top.failed or any(value is None for value in values.values()):
         return None
