@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 from dataclasses import dataclass
@@ -154,23 +155,58 @@ SNAPSHOT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}(-\d{2})?Z\.yaml$")
 
 
 def snapshot_time(name: str) -> datetime:
-    """The UTC moment a snapshot's file name stands for: 2026-10-31T16-52Z or 2026-10-31T16-52-30Z."""
+    """The UTC moment a snapshot's file name stands for: 2026-10-31T16-52Z or 2026-10-31T16-52-30Z.
+
+    Raises ValueError for a name that has the pattern's digits but is no time (2026-13-45T99-00Z).
+    """
     stamp = name.removesuffix(".yaml").removesuffix("Z")
     pattern = "%Y-%m-%dT%H-%M-%S" if stamp.count("-") == 4 else "%Y-%m-%dT%H-%M"
     return datetime.strptime(stamp, pattern).replace(tzinfo=UTC)
 
 
 def snapshot_name(moment: datetime) -> str:
-    """The file name of a snapshot taken at a UTC moment: 2026-10-31T16-52Z.yaml."""
-    stamp = moment.strftime("%Y-%m-%dT%H-%M") + (moment.strftime("-%S") if moment.second else "")
+    """The file name of a snapshot taken at a UTC moment: 2026-10-31T16-52Z.yaml (seconds only when not 0)."""
+    m = moment.astimezone(UTC)
+    stamp = f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}-{m.minute:02d}" + (f"-{m.second:02d}" if m.second else "")
     return f"{stamp}Z.yaml"
 
 
 def snapshot_files(prices_dir: Path) -> list[Path]:
-    """Snapshot files in a prices folder, oldest first (their names are UTC times)."""
+    """Files of a prices folder named like snapshots, by name (read_catalog orders them by taken_at)."""
     if not prices_dir.is_dir():
         return []
     return sorted(p for p in prices_dir.iterdir() if SNAPSHOT_NAME.match(p.name))
+
+
+TAKEN_AT_LINE = re.compile(rb"^taken_at[ \t]*:")
+# The line as gpumem prices import writes it, read without YAML: the common case made fast.
+PLAIN_TAKEN_AT = re.compile(rb"^taken_at: (\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z\r?\n?$")
+
+
+def read_taken_at(path: Path) -> tuple[Any, int] | None:
+    """A snapshot's taken_at as YAML reads it, and its line, from the top-level `taken_at:` line alone.
+
+    The rest of the file is neither decoded nor parsed, so a folder of hundreds of snapshots is
+    ordered in milliseconds. A line YAML cannot read gives its text after the colon; a file with no
+    such line gives None (read it whole to know why). OSError and UnicodeDecodeError go to the caller.
+    """
+    with path.open("rb") as stream:
+        for number, raw in enumerate(stream, start=1):
+            if not TAKEN_AT_LINE.match(raw):
+                continue
+            if plain := PLAIN_TAKEN_AT.match(raw):
+                year, month, day, hour, minute, second = (int(part) for part in plain.groups())
+                with contextlib.suppress(ValueError):  # not a date (2026-02-30): YAML below says so
+                    return datetime(year, month, day, hour, minute, second, tzinfo=UTC), number
+            line = raw.decode("utf-8")
+            try:
+                value = yaml.load(line, Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader)  # noqa: S506
+            except (yaml.YAMLError, ValueError, OverflowError, RecursionError):
+                value = None
+            if not isinstance(value, dict) or "taken_at" not in value:
+                return line.split(":", 1)[1].strip(), number
+            return value["taken_at"], number
+    return None
 
 
 @dataclass(frozen=True)

@@ -148,6 +148,10 @@ class Rules:
     small_context: int
     serving_precisions: tuple[str, ...]
     fine_tuning_methods: tuple[str, ...]
+    min_price_per_gpu_hour: float
+    max_price_per_gpu_hour: float
+    max_gpus_per_machine: int
+    max_clock_skew_minutes: float
     facts: dict[str, tuple[float, float]] = field(default_factory=dict)
     calculator_limits: dict[str, float] = field(default_factory=dict)
     calculator_defaults: dict[str, Any] = field(default_factory=dict)

@@ -150,11 +150,12 @@ def test_prices_option_and_newest_snapshot(inputs):
     newer = prices / "2026-11-07T09-00Z.yaml"
     text = (prices / SNAPSHOT).read_text().replace("taken_at: 2026-10-31T16:52:00Z", "taken_at: 2026-11-07T09:00:00Z")
     newer.write_text(text.replace("price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 1.99,"))
-    assert gather(options_for(inputs), now=NOW).catalog.snapshot.name == "2026-11-07T09-00Z"
-    picked = gather(options_for(inputs, prices=prices / SNAPSHOT), now=NOW).catalog
+    later = NOW.replace(day=8)  # a clock after the newer snapshot, which may not be in the future
+    assert gather(options_for(inputs), now=later).catalog.snapshot.name == "2026-11-07T09-00Z"
+    picked = gather(options_for(inputs, prices=prices / SNAPSHOT), now=later).catalog
     assert picked.snapshot.name == "2026-10-31T16-52Z"
     assert picked.earlier_snapshots == ("2026-11-07T09-00Z",)
-    build(options_for(inputs), now=NOW)
+    build(options_for(inputs), now=later)
     assert "The H100 started at $1.99 per GPU-hour" in " ".join((inputs / "site/en/guides/gpu-memory/index.html").read_text().split())
 
 
