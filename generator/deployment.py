@@ -78,17 +78,34 @@ def kv_elements_per_token_layer(arch: Architecture, gpus: int) -> float:
     return 2 * kv_heads_per_gpu(arch, gpus) * arch.head_dim
 
 
-def kv_bytes_per_token_per_gpu(arch: Architecture, kv: KvFormat, gpus: int) -> float:
+def layer_slots(arch: Architecture, runtime: str) -> tuple[int, int]:
+    """Cache slots of full-attention and sliding-window layers.
+
+    llama.cpp keeps one slot per layer. vLLM's hybrid allocator groups the layers of each
+    attention type into groups of one size (the smaller count, or the larger when it is under
+    1.5 times the smaller) and pads the last group of each type: Gemma 3 27B's 10 full and 52
+    sliding layers take 10 + 60 slots (vllm/v1/core/kv_cache_utils.py).
+    """
+    if arch.attention.kind != "sliding":
+        return arch.layers, 0
+    sliding = arch.attention.sliding_layers
+    full = arch.layers - sliding
+    if runtime != "vllm" or not full:
+        return full, sliding
+    small, large = min(full, sliding), max(full, sliding)
+    group = large if large < 1.5 * small else small
+    return math.ceil(full / group) * group, math.ceil(sliding / group) * group
+
+
+def kv_bytes_per_token_per_gpu(arch: Architecture, kv: KvFormat, gpus: int, runtime: str = "vllm") -> float:
     """Cache bytes per token on one GPU while every layer grows (how vLLM counts its cache in tokens)."""
-    return kv_elements_per_token_layer(arch, gpus) * kv.bytes * arch.layers
+    return kv_elements_per_token_layer(arch, gpus) * kv.bytes * sum(layer_slots(arch, runtime))
 
 
-def kv_cache_bytes_per_gpu(arch: Architecture, kv: KvFormat, tokens: int, sequences: int, gpus: int) -> float:
+def kv_cache_bytes_per_gpu(arch: Architecture, kv: KvFormat, tokens: int, sequences: int, gpus: int, runtime: str = "vllm") -> float:
     """Cache of `sequences` requests of `tokens` tokens on one GPU; sliding-window layers hold their window."""
-    layer_tokens = arch.layers * tokens
-    if arch.attention.kind == "sliding":
-        sliding = arch.attention.sliding_layers
-        layer_tokens = (arch.layers - sliding) * tokens + sliding * min(tokens, arch.attention.window)
+    full, sliding = layer_slots(arch, runtime)
+    layer_tokens = full * tokens + sliding * min(tokens, arch.attention.window)
     return kv_elements_per_token_layer(arch, gpus) * kv.bytes * layer_tokens * sequences
 
 
@@ -153,8 +170,8 @@ def deployment(
         gpus=gpus,
         weights_bytes=weights,
         weights_bytes_per_gpu=weights / gpus,
-        kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(model.arch, kv, gpus),
-        kv_cache_bytes_per_gpu=kv_cache_bytes_per_gpu(model.arch, kv, tokens, sequences, gpus),
+        kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(model.arch, kv, gpus, fmt.runtime),
+        kv_cache_bytes_per_gpu=kv_cache_bytes_per_gpu(model.arch, kv, tokens, sequences, gpus, fmt.runtime),
         runtime_bytes_per_gpu=runtime_bytes_per_gpu(rules, model.arch, fmt, gpus, batch),
     )
 

@@ -1,0 +1,180 @@
+"""The deployment engine (layer 2): formats, tensor parallelism, KV per GPU, runtime, and measured logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpumem import deployment as engine
+from gpumem.build import load_catalog
+from gpumem.hf_config import count, model_from_config
+from gpumem.records import Architecture, Attention
+from gpumem.validate import Invalid
+
+from .measurements.compare import BOUNDS, all_rows, points, table
+from .project import CATALOGS
+
+CATALOG = load_catalog(CATALOGS)
+RULES = CATALOG.rules.deployment
+assert RULES is not None
+FORMATS, KV = RULES.weight_formats, RULES.kv_formats
+GIB = 2**30
+
+
+def test_weights_by_storage_format():
+    llama = CATALOG.model("llama-3.1-8b")  # 8,030,261,248 parameters, 1,050,673,152 in embeddings and lm_head
+    assert engine.embedding_params(llama.arch) == 2 * 128256 * 4096
+    assert engine.weights_bytes(llama, FORMATS["bf16"]) == 16_060_522_496
+    assert engine.weights_bytes(llama, FORMATS["fp8"]) == 6_979_588_096 + 2 * 1_050_673_152
+    assert engine.weights_bytes(llama, FORMATS["awq"]) == pytest.approx(6_979_588_096 * 4.15625 / 8 + 2 * 1_050_673_152)
+    assert engine.weights_bytes(llama, FORMATS["q4_k_m"]) == pytest.approx(8_030_261_248 * 4.899 / 8)
+
+
+def test_mxfp4_quantizes_only_the_padded_experts():
+    oss = CATALOG.model("gpt-oss-20b")
+    experts = 24 * 32 * 3 * 2880 * 2880
+    assert engine.expert_params(oss.arch) == experts
+    assert engine.expert_params(oss.arch, pad_to=256) == 24 * 32 * 3 * 2880 * 3072
+    rest = 20_914_757_184 - experts
+    assert engine.weights_bytes(oss, FORMATS["mxfp4"]) == pytest.approx(experts * 3072 / 2880 * 4.25 / 8 + 2 * rest)
+
+
+def test_a_vision_tower_stays_at_16_bits():
+    gemma = CATALOG.model("gemma-3-27b")
+    kept = engine.embedding_params(gemma.arch) + 0.42e9
+    assert engine.weights_bytes(gemma, FORMATS["fp8"]) == pytest.approx((27.43e9 - kept) + 2 * kept)
+
+
+@pytest.mark.parametrize(
+    "heads, kv_heads, valid",
+    [(64, 8, (1, 2, 4, 8)), (40, 10, (1, 2)), (40, 8, (1, 2, 4, 8)), (32, 32, (1, 2, 4, 8)), (128, 128, (1, 2, 4, 8)), (28, 4, (1, 2, 4))],
+)
+def test_tensor_parallel_sizes_vllm_accepts(heads, kv_heads, valid):
+    """Phi-4's 40 heads and 10 KV heads start on 1 or 2 GPUs only (vllm-project/vllm#16021)."""
+    arch = Architecture(40, heads, kv_heads, 128)
+    assert engine.valid_gpu_counts(arch, (1, 2, 4, 8)) == valid
+
+
+def test_kv_heads_split_then_replicate():
+    arch = Architecture(80, 64, 8, 128)  # Llama 3.1 70B: 327,680 bytes per token in BF16
+    assert [engine.kv_bytes_per_token_per_gpu(arch, KV["bf16"], n) for n in (1, 2, 4, 8)] == [327_680, 163_840, 81_920, 40_960]
+    qwen = Architecture(28, 28, 4, 128)
+    assert engine.kv_heads_per_gpu(qwen, 8) == 1.0  # 4 KV heads on 8 GPUs: one replicated head each
+    assert engine.kv_bytes_per_token_per_gpu(qwen, KV["bf16"], 8) == 2 * 28 * 1 * 128 * 2
+
+
+def test_the_mla_latent_is_whole_on_every_gpu():
+    """DeepSeek-V3, 8 requests of 131,072 tokens on 8 GPUs: 73.7 GB on each GPU, 589.5 GB in all."""
+    arch = CATALOG.model("deepseek-v3").arch
+    per_gpu = engine.kv_cache_bytes_per_gpu(arch, KV["bf16"], 131_072, 8, 8)
+    assert per_gpu == 61 * 576 * 2 * 131_072 * 8 == 73_685_532_672
+    assert per_gpu * 8 / 1e9 == pytest.approx(589.48, abs=0.01)
+
+
+def test_vllm_pads_hybrid_layer_groups_and_llamacpp_does_not():
+    gemma3 = Architecture(62, 32, 16, 128, Attention("sliding", window=1024, sliding_layers=52))
+    assert engine.layer_slots(gemma3, "vllm") == (10, 60)
+    assert engine.layer_slots(gemma3, "llama.cpp") == (10, 52)
+    oss = Architecture(24, 64, 8, 64, Attention("sliding", window=128, sliding_layers=12))
+    assert engine.layer_slots(oss, "vllm") == (12, 12)
+    assert engine.kv_cache_bytes_per_gpu(oss, KV["bf16"], 8192, 1, 1) == 2 * 8 * 64 * 2 * (12 * 8192 + 12 * 128)
+
+
+def test_runtime_memory_and_batch_defaults():
+    llama = CATALOG.model("llama-3.1-8b").arch
+    h100 = 81559 * 2**20
+    assert engine.batch_defaults(RULES, h100, "h100-sxm") == engine.Batch(8192, 1024)
+    assert engine.batch_defaults(RULES, 81920 * 2**20, "a100-80gb-sxm") == engine.Batch(2048, 256)
+    assert engine.batch_defaults(RULES, 24564 * 2**20, "rtx-4090") == engine.Batch(2048, 256)
+    one = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["bf16"], 1, engine.Batch(8192, 1024))
+    assert one == pytest.approx(0.25 * GIB + 0.38 * GIB + 13.67 * 1024 * 128256)
+    two = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["bf16"], 2, engine.Batch(8192, 1024))
+    assert two - one == pytest.approx(1.85 * GIB)
+    gguf = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["q4_k_m"], 1, engine.Batch(2048, 256))
+    assert gguf == pytest.approx(0.25 * GIB + 4 * 512 * 128256)
+
+
+def test_a_deployment_fits_within_the_utilization_of_the_card():
+    llama = CATALOG.model("llama-3.1-8b")
+    h100 = 81559 * 2**20
+    need = engine.deployment(RULES, llama, FORMATS["bf16"], KV["bf16"], 1, 8192, 10, engine.Batch(8192, 1024))
+    assert need.total_bytes_per_gpu == need.weights_bytes_per_gpu + need.runtime_bytes_per_gpu + need.kv_cache_bytes_per_gpu
+    assert need.kv_cache_bytes_per_gpu == 131_072 * 8192 * 10
+    assert engine.budget_bytes(RULES, h100) == 0.9 * h100
+    assert engine.fits(need, RULES, h100)
+    assert not engine.fits(need, RULES, need.total_bytes_per_gpu / 0.9 - 1)
+
+
+# Configs: parameters counted as transformers creates them.
+
+
+@pytest.mark.parametrize("model", CATALOG.models, ids=lambda m: m.id)
+def test_configs_count_the_catalog_parameters_exactly(model):
+    counted = count(json.loads((Path(__file__).parent / "fixtures/hf_configs" / f"{model.id}.json").read_text()))
+    if model.id == "gemma-3-27b":  # the catalog rounds the vision tower: 27.43 B
+        assert (counted.params + counted.vision) / 1e9 == pytest.approx(27.43, abs=0.005)
+    else:
+        assert counted.params == round(model.params_b * 1e9)
+    assert counted.arch.layers == model.arch.layers and counted.arch.kv_heads == model.arch.kv_heads
+    assert counted.arch.attention == model.arch.attention
+    if model.active_params_b and not model.id.startswith("gpt-oss"):  # OpenAI's card leaves out the input embedding
+        assert counted.active == round(model.active_params_b * 1e9)
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"model_type": "bert"}, "model_type: 'bert' is not an architecture gpumem counts (expected one of llama, mistral, "),
+        ({"model_type": "llama", "hidden_size": 4096}, "num_hidden_layers: expected a positive integer, got nothing"),
+        (
+            {"model_type": "qwen2", "hidden_size": 0, "num_hidden_layers": 2, "vocab_size": 5},
+            "hidden_size: expected a positive integer, got 0",
+        ),
+        ([], "expected a JSON object (a config.json)"),
+    ],
+)
+def test_a_config_it_cannot_count_is_an_error_naming_the_field(config, message):
+    with pytest.raises(Invalid) as raised:
+        count(config)
+    assert str(raised.value).startswith(message)
+
+
+def test_a_drafted_model_carries_release_format_and_vision():
+    config = json.loads((Path(__file__).parent / "fixtures/hf_configs/gemma-3-27b.json").read_text())
+    model = model_from_config(config, "my-gemma", "My Gemma", "https://huggingface.co/google/gemma-3-27b-it")
+    assert (model.size_label, model.release, round(model.vision_params_b, 3)) == ("27B", "bf16", 0.423)
+    oss = json.loads((Path(__file__).parent / "fixtures/hf_configs/gpt-oss-20b.json").read_text())
+    assert model_from_config(oss, "oss", "oss", "https://huggingface.co/openai/gpt-oss-20b").release == "mxfp4"
+
+
+# Measured logs: issue 10's bounds on every point that is not set aside with a reason.
+
+
+def test_at_least_40_measured_points_with_sources_and_coverage():
+    measured = points()
+    assert len(measured) >= 40
+    assert all(p["url"].startswith("https://") and p["quote"].strip() for p in measured)
+    enforced = [row for row in all_rows() if not row.excluded]
+    by_check = {check: [row for row in enforced if row.check == check] for check in BOUNDS}
+    assert {check: len(rows) >= 10 for check, rows in by_check.items()} == {"weights": True, "kv": True, "runtime": True}
+    quantized = {p["weights"] for p in measured} & {"fp8", "int8", "awq", "gptq", "nf4", "mxfp4", "q4_k_m", "q8_0", "q6_k", "q4_0"}
+    assert len(quantized) >= 4
+    assert any(p["gpus"] > 1 for p in measured)
+    archs = {p["arch"] for p in measured}
+    assert {"gemma-2-9b", "gemma-3-27b", "gpt-oss-20b"} <= archs  # sliding window
+    assert {"mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-120b"} <= archs  # mixture of experts
+    assert {"deepseek-v2-lite", "deepseek-v3"} <= archs  # MLA
+    assert all(reason for p in measured for reason in p.get("not_enforced", {}).values())
+
+
+@pytest.mark.parametrize("row", [row for row in all_rows() if not row.excluded], ids=lambda row: f"{row.point}-{row.check}")
+def test_the_engine_is_within_the_bounds_of_each_measured_point(row):
+    assert abs(row.error) <= BOUNDS[row.check], f"{row.point} {row.check}: {row.error:+.1%}"
+
+
+def test_the_error_table_lists_every_check():
+    text = table(all_rows())
+    assert text.count("\n| ") == len(all_rows())  # one line per check after the header
+    assert "weights: 54 enforced points" in text
