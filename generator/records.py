@@ -94,6 +94,14 @@ class Gpu:
     year: int
     aliases: tuple[str, ...]
     source: str
+    visible_bytes: float = 0.0  # total memory as CUDA or ROCm report it; 0 when no log was found
+    visible_source: str = ""
+
+    @property
+    def runtime_bytes(self) -> float:
+        """The memory a runtime budgets from: the reported total, else the vendor's GB read as GiB
+        (what HBM parts show: NVIDIA's "80 GB" H100 reports 79.2 GiB)."""
+        return self.visible_bytes or self.memory_gb * 2**30
 
 
 @dataclass(frozen=True)

@@ -393,7 +393,8 @@ def read_attention(entry: Entry, layers: int | None) -> Attention:
 
 
 GPU_FIELDS = (
-    "id name full_name vendor segment memory_gb memory_type bandwidth_tb_s form_factor interconnect fp8 year aliases source"
+    "id name full_name vendor segment memory_gb memory_type visible_bytes visible_source bandwidth_tb_s form_factor interconnect fp8 year "
+    "aliases source"
 ).split()
 
 
@@ -423,6 +424,8 @@ def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
             fp8=entry.get("fp8", boolean),
             year=entry.get("year", at_most(positive_int, 2_100)),
             source=entry.get("source", url),
+            visible_bytes=entry.get("visible_bytes", at_most(positive_int, 10**14), required=False, default=0),
+            visible_source=entry.get("visible_source", citation, required="visible_bytes" in item, default=""),
         )
         if not entry.failed:
             gpus.append(Gpu(id=gpu_id, aliases=aliases, **fields))

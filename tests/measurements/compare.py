@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 CONFIGS = (HERE / "configs", HERE.parent / "fixtures" / "hf_configs")
 UNITS = {"GiB": 2**30, "MiB": 2**20, "bytes": 1}
 BOUNDS = {"weights": 0.03, "kv": 0.02, "runtime": 0.10}  # weights, KV bytes per token per GPU, weights + runtime
-H100_BYTES = 81559 * 2**20  # the card every runtime point ran on (its logs print 79.19 GiB)
+H100_BYTES = 85_045_477_376  # the card every runtime point ran on (its logs print 79.19 GiB; catalog h100-sxm)
 
 
 @dataclass(frozen=True)
