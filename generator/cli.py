@@ -102,6 +102,45 @@ def prices_diff(old: Path, new: Path, catalogs: Path | None) -> None:
     click.echo(diff(old, new, options_from(catalogs, None, None, False).catalogs))
 
 
+@main.command("estimate")
+@click.option("--model", "model_id", help="A catalog model id.")
+@click.option("--config", type=click.Path(path_type=Path, dir_okay=False), help="A Hugging Face config.json instead of a catalog model.")
+@click.option("--weights", help="Weight format (default: the model's release format), e.g. bf16, fp8, awq, q4_k_m.")
+@click.option("--kv", default="bf16", show_default=True, help="KV cache format: bf16, fp8, q8_0, q4_0.")
+@click.option("--gpus", type=int, default=1, show_default=True, help="GPUs the model is split over (tensor parallelism).")
+@click.option("--context", type=int, help="Tokens per request (default: 8,192 or the model's native context if shorter).")
+@click.option("--requests", type=int, default=1, show_default=True, help="Concurrent requests.")
+@click.option("--utilization", type=float, help="vLLM's gpu_memory_utilization (default from rules.yaml).")
+@click.option("--json", "as_json", is_flag=True, help="Print bytes as JSON.")
+@click.option("--catalogs", type=PATH, help="Folder with models.yaml, gpus.yaml, rules.yaml and prices/.")
+def estimate_command(model_id: str | None, config: Path | None, as_json: bool, catalogs: Path | None, **workload: Any) -> None:
+    """One workload's memory per GPU, and the cheapest configurations on offer that hold it."""
+    from . import estimate
+
+    if (model_id is None) == (config is None):
+        raise click.UsageError("give exactly one of --model ID or --config PATH")
+    request = estimate.Request(model=model_id, config=config, **workload)
+    result = estimate.estimate(options_from(catalogs, None, None, False).catalogs, request)
+    click.echo(estimate.as_json(result) if as_json else estimate.as_text(result))
+
+
+@main.group("models")
+def models_group() -> None:
+    """Catalog models."""
+
+
+@models_group.command("add")
+@click.argument("config", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--id", "model_id", help="Catalog id (default: the config's folder name).")
+@click.option("--name", help="Display name (default: the id).")
+@click.option("--source", help="Where the config was read, e.g. its Hugging Face URL.")
+def models_add(config: Path, model_id: str | None, name: str | None, source: str | None) -> None:
+    """Print a models.yaml entry drafted from a config.json (append it, then fill the licence)."""
+    from .estimate import draft_entry
+
+    click.echo(draft_entry(config, model_id, name, source), nl=False)
+
+
 @main.command("serve")
 @source_options
 @click.option("--out", type=PATH, help="Output folder (default: the project's site/).")

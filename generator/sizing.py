@@ -10,7 +10,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .records import Gpu, Offer
+from . import deployment
+from .deployment import Deployment
+from .records import DeploymentRules, Gpu, KvFormat, Model, Offer, WeightFormat
 
 
 @dataclass(frozen=True)
@@ -138,3 +140,52 @@ def smallest_configuration(
     same = [c for c in holding if (c.machines, c.total_gpus, c.memory_gb) == (best.machines, best.total_gpus, best.memory_gb)]
     options = tuple(sorted(same, key=lambda c: (c.price_per_hour, c.gpu.id)))
     return Choice(need_gb, options, is_tight(need_gb, best.memory_gb, extra_gb, min_free_fraction))
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A configuration that holds a deployment: its per-GPU need, the budget it fits in, and whether
+    it also holds a few more requests at the same context (comfortable) or only these (tight)."""
+
+    configuration: Configuration
+    need: Deployment
+    budget_bytes: float
+    comfortable: bool
+
+    @property
+    def share(self) -> float:
+        """The part of the budget the workload takes (under 1 by definition of a fit)."""
+        return self.need.total_bytes_per_gpu / self.budget_bytes
+
+
+def deployment_fits(
+    rules: DeploymentRules,
+    model: Model,
+    fmt: WeightFormat,
+    kv: KvFormat,
+    tokens: int,
+    requests: int,
+    configurations: Iterable[Configuration],
+    more_requests: int,
+) -> tuple[Fit, ...]:
+    """Every single-machine configuration whose GPUs hold the workload, cheapest first.
+
+    vLLM needs a tensor-parallel size it accepts; llama.cpp splits layers and takes any count.
+    Comfortable: the same GPUs also hold `more_requests` more requests of `tokens` tokens.
+    """
+    found = []
+    for configuration in configurations:
+        if configuration.machines > 1:
+            continue
+        count = configuration.count
+        if fmt.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, count):
+            continue
+        card = configuration.gpu.runtime_bytes
+        batch = deployment.batch_defaults(rules, card, configuration.gpu.id)
+        need = deployment.deployment(rules, model, fmt, kv, count, tokens, requests, batch)
+        budget = deployment.budget_bytes(rules, card)
+        if need.total_bytes_per_gpu >= budget:
+            continue
+        roomy = deployment.deployment(rules, model, fmt, kv, count, tokens, requests + more_requests, batch)
+        found.append(Fit(configuration, need, budget, roomy.total_bytes_per_gpu < budget))
+    return tuple(sorted(found, key=lambda fit: (fit.configuration.price_per_hour, fit.configuration.total_gpus, fit.configuration.gpu.id)))

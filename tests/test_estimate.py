@@ -1,0 +1,128 @@
+"""`gpumem estimate` and `gpumem models add`: the deployment model on the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .project import CATALOGS, REPO
+
+CONFIGS = REPO / "tests/fixtures/hf_configs"
+
+
+def gpumem(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpumem.cli", "--project", str(REPO), *args], capture_output=True, text=True, timeout=120)
+
+
+def estimate(*args: str) -> subprocess.CompletedProcess:
+    return gpumem("estimate", "--catalogs", str(CATALOGS), *args)
+
+
+def test_json_gives_every_part_in_bytes():
+    done = estimate("--model", "llama-3.1-8b", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert {k: v for k, v in data.items() if k != "configurations"} == {
+        "model": "llama-3.1-8b",
+        "weights": "bf16",
+        "kv": "bf16",
+        "context": 8192,
+        "requests": 1,
+        "gpus": 1,
+        "weights_bytes": 16_060_522_496,
+        "weights_bytes_per_gpu": 16_060_522_496,
+        "kv_bytes_per_token_per_gpu": 131_072,
+        "kv_cache_bytes_per_gpu": 1_073_741_824,
+        "runtime_bytes_per_gpu": 2_471_795_098,
+        "total_bytes_per_gpu": 19_606_059_418,
+        "valid_gpu_counts": [1, 2, 4, 8],
+    }
+    first = data["configurations"][0]
+    assert first == {
+        "gpu": "rtx-3090",
+        "count": 1,
+        "price_per_hour": 0.19,
+        "total_bytes_per_gpu": 18_259_556_106,
+        "budget_bytes_per_gpu": 22_794_928_128,  # 0.9 x 25,327,697,920 bytes, what CUDA reports
+        "comfortable": True,
+    }
+    prices = [c["price_per_hour"] for c in data["configurations"]]
+    assert prices == sorted(prices)
+
+
+def test_per_gpu_figures_under_tensor_parallelism():
+    data = json.loads(estimate("--model", "llama-3.1-70b", "--weights", "fp8", "--gpus", "4", "--requests", "8", "--json").stdout)
+    assert (data["gpus"], data["kv_bytes_per_token_per_gpu"], data["kv_cache_bytes_per_gpu"]) == (4, 81_920, 81_920 * 8192 * 8)
+    assert data["weights_bytes_per_gpu"] == round(data["weights_bytes"] / 4)
+
+
+def test_a_config_json_is_counted():
+    data = json.loads(estimate("--config", str(CONFIGS / "gpt-oss-20b.json"), "--json").stdout)
+    assert (data["weights"], data["weights_bytes"], data["kv_bytes_per_token_per_gpu"]) == ("mxfp4", 14_438_087_808, 49_152)
+
+
+def test_the_text_output_names_the_parts_and_the_cheapest_configuration():
+    lines = estimate("--model", "qwen2.5-32b", "--weights", "awq", "--context", "32768", "--requests", "8").stdout.splitlines()
+    assert lines[0] == "Qwen2.5 32B (Instruct), AWQ 4-bit weights, BF16 KV cache, 8 request(s) of 32,768 tokens on 1 GPU(s):"
+    assert lines[5] == "Tensor-parallel sizes vLLM accepts: 1, 2, 4 or 8"
+    assert lines[7] == "  8 x RTX 3090             1.52 USD/h  14.2 GB (13.2 GiB) of 22.8 GB (21.2 GiB)  comfortable"
+    assert lines[9] == "  1 x RTX PRO 6000         1.90 USD/h  90.9 GB (84.6 GiB) of 92.4 GB (86.0 GiB)  tight"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--model", "nope"), "--model: unknown model 'nope' (a catalog id, e.g. llama-3.1-8b; or pass --config)"),
+        (
+            ("--model", "phi-4", "--gpus", "4"),
+            "--gpus: vLLM cannot split Phi-4 14B's 40 attention heads and 10 KV heads over 4 GPUs; it accepts 1 or 2",
+        ),
+        (("--model", "llama-2-7b", "--context", "8192"), "--context: 8,192 tokens is beyond Llama 2 7B's native context of 4,096"),
+        (
+            ("--model", "llama-3.1-8b", "--weights", "int3"),
+            "--weights: unknown weight format 'int3' (expected one of fp32, bf16, fp16, fp8, int8, awq, gptq, nf4, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k)",
+        ),
+        (
+            ("--model", "llama-3.1-8b", "--weights", "q4_k_m", "--kv", "fp8"),
+            "--kv: fp8 is vllm's cache format; GGUF Q4_K_M weights run on llama.cpp (use bf16, q8_0 or q4_0)",
+        ),
+        (("--model", "llama-3.1-8b", "--utilization", "1.5"), "--utilization: expected a fraction between 0 and 1, got 1.5"),
+        (("--config", str(REPO / "README.md")), f"{REPO / 'README.md'}:1:1: JSON syntax error: Expecting value"),
+    ],
+)
+def test_bad_requests_are_named_errors(args, message):
+    done = estimate(*args)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == message
+    assert "Traceback" not in done.stderr
+
+
+def test_a_config_of_another_architecture_names_its_field(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_size": 768}))
+    done = estimate("--config", str(tmp_path / "config.json"))
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0].startswith(f"{tmp_path / 'config.json'}: model_type: 'bert' is not an architecture gpumem counts")
+
+
+def test_models_add_drafts_an_entry_the_catalog_accepts(tmp_path):
+    import shutil
+
+    done = gpumem("models", "add", str(CONFIGS / "qwen3-30b-a3b.json"), "--id", "qwen3-30b-a3b-copy", "--name", "Qwen3 30B copy")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:6] == [
+        '  - id: "qwen3-30b-a3b-copy"',
+        '    name: "Qwen3 30B copy"',
+        '    family: "qwen3_moe"',
+        '    size_label: "31B"',
+        "    params_b: 30.532122624",
+        "    active_params_b: 3.353032704",
+    ]
+    assert "    experts: {count: 128, active: 8, intermediate: 768}" in done.stdout
+    shutil.copytree(CATALOGS, tmp_path / "catalogs")
+    models = tmp_path / "catalogs/models.yaml"
+    models.write_text(models.read_text().rstrip("\n") + "\n" + done.stdout.replace("TODO: the model card's licence", "Apache 2.0"))
+    checked = gpumem("estimate", "--catalogs", str(tmp_path / "catalogs"), "--model", "qwen3-30b-a3b-copy", "--json")
+    assert json.loads(checked.stdout)["weights_bytes"] == 61_064_245_248
