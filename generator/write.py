@@ -44,8 +44,11 @@ the build to swap folders in `site/` for symbolic links while it runs. An output
 mount point cannot be swapped: the build stops and says so (build into a folder inside it instead).
 
 A test-only hook, `GPUMEM_WRITE_TEST`, is a comma-separated list of `kill:STEP` (SIGKILL this
-process at a named step), `pause:STEP:SECONDS` and `no-exchange` (use the two-rename fallback).
-Steps: locked, staged, journal, moving, swapped, fallback, finished.
+process at a named step), `pause:STEP:SECONDS`, `wait:STEP:PATH` (wait there, up to a minute, until
+PATH exists) and `no-exchange` (use the two-rename fallback). Steps: locked (the lock just taken),
+staged (every page in the staging folder, not the marker), journal (written, nothing moved yet),
+moving (after each move), swapped, fallback (between the two renames), finished (journal not yet
+removed), recovering (the same, when finishing a killed build's swap).
 """
 
 from __future__ import annotations
@@ -191,13 +194,17 @@ def _checkpoint(step: str) -> None:
     """Test-only: kill or pause this process at a named step (see the module docstring)."""
     for directive in _directives():
         kind, _, rest = directive.partition(":")
-        name, _, seconds = rest.partition(":")
+        name, _, argument = rest.partition(":")
         if name != step:
             continue
         if kind == "kill":
             os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
         elif kind == "pause":
-            time.sleep(float(seconds or 1))
+            time.sleep(float(argument or 1))
+        elif kind == "wait":
+            deadline = time.monotonic() + 60
+            while not os.path.exists(argument) and time.monotonic() < deadline:
+                time.sleep(0.01)
 
 
 # --- paths and trees -----------------------------------------------------------------------------
@@ -511,13 +518,26 @@ def _lock(places: Places) -> int:
         os.close(fd)
         raise BuildError([f"{places.lock}: not a file; gpumem's lock file must be one (delete it)"])
     if not _try_lock(fd):
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() if hasattr(os, "pread") else ""
+        holder = _holder(fd)
         os.close(fd)
-        who = f"another gpumem build (pid {holder})" if holder.isdigit() else "another gpumem build"
+        who = f"another gpumem build (pid {holder})" if holder else "another gpumem build"
         raise BuildError([f"{places.label}: {who} is writing this folder; try again when it ends"])
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
+    mine = f"{os.getpid()}\n".encode()
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, mine)  # one write, then the length: the file never reads empty while it changes hands
+    os.ftruncate(fd, len(mine))
     return fd
+
+
+def _holder(fd: int) -> str:
+    """The pid the lock's holder wrote; it writes it just after taking the lock, so wait a moment."""
+    for _ in range(50):
+        os.lseek(fd, 0, os.SEEK_SET)
+        text = os.read(fd, 32).decode(errors="replace").strip()
+        if text.isdigit():
+            return text
+        time.sleep(0.01)
+    return ""
 
 
 def _unlock(fd: int) -> None:
@@ -799,7 +819,7 @@ class OutputFolder:
             raise BuildError([problem], outcome) from None
         raise BuildError([problem], SITE_KEPT)
 
-    def _finish(self, old_at: Path | None) -> None:
+    def _finish(self, old_at: Path | None, step: str = "finished") -> None:
         """After the swap: the previous tree goes to the old tree's name, anything not ours that
         reached it late moves into the new site, and the journal goes."""
         places = self.places
@@ -809,7 +829,7 @@ class OutputFolder:
                     self._clear_old()
                 os.rename(old_at, places.old)
             moved, left = _sweep(places.old, places.root, _read_manifest(places.old, str(places.old / MARKER)))
-            _checkpoint("finished")
+            _checkpoint(step)
             os.unlink(places.journal)
         except (OSError, BuildError) as error:
             reason = _reason(error) if isinstance(error, OSError) else error.lines[0]
@@ -896,11 +916,11 @@ class OutputFolder:
         new = (journal["device"], journal["inode"])
         here, there = _identity(places.root), _identity(staging)
         if here == new:
-            self._finish(staging if there else None)
+            self._finish(staging if there else None, "recovering")
             self.note(f"{places.label}: a build was killed just after it swapped in the new site; finished it")
         elif here is None and there == new:
             os.rename(staging, places.root)
-            self._finish(None)
+            self._finish(None, "recovering")
             self.note(f"{places.label}: a build was killed between its two renames, while the folder was missing; put the new site there")
         elif there == new:
             manifest = _read_manifest(staging, str(staging / MARKER))
