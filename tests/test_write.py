@@ -333,7 +333,8 @@ def test_a_name_too_long_fails_truthfully_and_leaves_the_previous_site(tmp_path)
     assert snapshot(tmp_path / ".site.gpumem-old") == old  # the last build's copy is kept until one succeeds
 
 
-def test_a_move_refused_by_a_read_only_folder_puts_everything_back(tmp_path, monkeypatch):
+@pytest.mark.parametrize(("read_only", "first_refused"), [("es", "es/notes.txt"), ("", ".git")], ids=["sub-folder", "output folder"])
+def test_a_move_refused_by_a_read_only_folder_puts_everything_back(tmp_path, monkeypatch, read_only, first_refused):
     out = tmp_path / "site"
     write_site(out, SITE)
     with_foreign(out)
@@ -341,15 +342,17 @@ def test_a_move_refused_by_a_read_only_folder_puts_everything_back(tmp_path, mon
     before = snapshot(out)
     move = write._move
 
-    def read_only_es(source: Path, destination: Path, relative: str) -> None:
-        if source == out and relative.startswith("es/"):  # what rename(2) says for a folder without write permission
+    def refused(source: Path, destination: Path, relative: str) -> None:
+        # Tests run as root, whom permission bits do not stop: this is what rename(2) says to
+        # anyone else for an entry of a folder without write permission.
+        if source == out and relative.rpartition("/")[0] == read_only:
             raise PermissionError(errno.EACCES, "Permission denied", str(source / relative))
         move(source, destination, relative)
 
-    monkeypatch.setattr(write, "_move", read_only_es)
+    monkeypatch.setattr(write, "_move", refused)
     with pytest.raises(BuildError) as raised:
         write_site(out, NEW)
-    assert raised.value.lines == [f"{out}/es/notes.txt: cannot move it into the new site: Permission denied"]
+    assert raised.value.lines == [f"{out}/{first_refused}: cannot move it into the new site: Permission denied"]
     assert raised.value.message.endswith("\n" + KEPT)
     assert snapshot(out) == before  # .git, .nojekyll and CNAME had moved: they are back
     assert beside(out) == [".site.gpumem-lock", "site"]

@@ -107,6 +107,25 @@ def test_a_gh_pages_worktree_keeps_its_repository_cname_and_nojekyll(inputs):
     whole(site)
 
 
+def test_a_file_gpumem_did_not_write_in_the_way_stops_the_command_and_touches_nothing(inputs):
+    assert finish(start(inputs))[0] == 0
+    site = inputs / "site"
+    marker = json.loads((site / MARKER).read_text())
+    del marker["files"]["robots.txt"]  # as if someone else had put it there
+    (site / MARKER).write_text(json.dumps(marker))
+    (site / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
+    before = snapshot(site)
+    process = subprocess.Popen([*RUN, "--out", "site", "--force"], cwd=inputs, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    code, out, err = finish(process)
+    assert (code, out) == (1, "")
+    assert err == [
+        "site/robots.txt: not written by gpumem (not in .gpumem-site) and not what the build writes there; "
+        "refusing to replace it (move it away or delete it)",
+        "1 problem found; nothing was written.",
+    ]
+    assert snapshot(site) == before
+
+
 def test_a_second_build_into_the_same_folder_stops_at_once(inputs):
     go = inputs / "go"
     first = start(inputs, hook=f"wait:locked:{go}")
