@@ -45,7 +45,7 @@ from .validate import (
     taken_at_time,
     time_text,
 )
-from .write import WriteSummary, up_to_date, write_site
+from .write import OutputFolder, WriteSummary
 
 CODE = Path(__file__).resolve().parent  # this package's own code, part of the fingerprint
 ROOT_PAGES = ("index.html", "404.html")
@@ -497,18 +497,21 @@ def imported_distributions() -> list[str]:
     return sorted(f"{name}={importlib.metadata.version(name)}" for name in names)
 
 
-def build(options: Options, now: datetime | None = None) -> BuildResult:
+def build(options: Options, now: datetime | None = None, report: Callable[[str], None] | None = None) -> BuildResult:
     """Gather, compute and render everything; only then write the output folder.
 
-    A folder already built from the same inputs is checked and left as it is.
+    The output folder is locked from the check to the end of the write (a second build into it
+    stops); a folder already built from the same inputs is checked and left as it is. `report`
+    hears, as they happen, what the writer did besides the build (recovering from a killed one).
     """
     started = time.perf_counter()
     inputs = gather(options, now)
     stamp = fingerprint(inputs)
     pages = len(plan_pages(inputs.site, subjects(inputs.catalog))) + len(ROOT_PAGES)
-    summary = None if options.force else up_to_date(options.out, stamp)
-    if summary is None:
-        summary = write_site(options.out, render_site(inputs, options.jobs), stamp)
+    with OutputFolder(options.out, report) as folder:
+        summary = None if options.force else folder.up_to_date(stamp)
+        if summary is None:
+            summary = folder.write(render_site(inputs, options.jobs), stamp)
     return BuildResult(summary, time.perf_counter() - started, inputs.warnings, pages)
 
 

@@ -34,6 +34,11 @@ def warn(warnings: tuple[str, ...]) -> None:
         click.echo(warning, err=True)
 
 
+def say(note: str) -> None:
+    """What the writer did besides the build (recovering from a killed one), on stderr."""
+    click.echo(note, err=True)
+
+
 @click.group()
 @click.option(
     "--project",
@@ -49,8 +54,8 @@ def main(project: Path | None) -> None:
 @click.option("--out", type=PATH, help="Output folder (default: the project's site/).")
 @click.option("--force", is_flag=True, help="Render every page even when the inputs are unchanged since the last build.")
 def build_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None, force: bool) -> None:
-    """Build the site; rewrite only files whose bytes change."""
-    result = build(options_from(catalogs, content, prices, strict, out, force=force, jobs=parallel_jobs()))
+    """Build the site; rewrite only files whose bytes change, remove only files gpumem wrote."""
+    result = build(options_from(catalogs, content, prices, strict, out, force=force, jobs=parallel_jobs()), report=say)
     warn(result.warnings)
     summary = result.summary
     click.echo(
@@ -143,13 +148,15 @@ def models_add(config: Path, model_id: str | None, name: str | None, source: str
 
 @main.command("serve")
 @source_options
-@click.option("--out", type=PATH, help="Output folder (default: the project's site/).")
 @click.option("--port", type=int, default=8000, show_default=True)
-def serve_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None, port: int) -> None:
-    """Preview the site on 127.0.0.1, rebuilding when a source file changes."""
+def serve_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, port: int) -> None:
+    """Preview the site on 127.0.0.1, rebuilding when a source file changes.
+
+    The preview is built in a temporary folder of its own (removed at exit), never in site/.
+    """
     from .serve import serve
 
-    serve(options_from(catalogs, content, prices, strict, out), port)
+    serve(options_from(catalogs, content, prices, strict), port)
 
 
 if __name__ == "__main__":

@@ -29,13 +29,23 @@ class Problems:
             raise BuildError(self.lines)
 
 
-class BuildError(click.ClickException):
-    """The inputs are wrong: one clean message per problem, exit code 1."""
+NOTHING_WRITTEN = "nothing was written."
+SITE_KEPT = "the previous site is left as it was."
 
-    def __init__(self, lines: list[str]) -> None:
+
+class BuildError(click.ClickException):
+    """One clean message per problem, then what became of the output folder; exit code 1.
+
+    `outcome` ends the summary line and must be true: problems found before the writer starts
+    leave NOTHING_WRITTEN; a write that fails after it started says what the writer left, for
+    example SITE_KEPT.
+    """
+
+    def __init__(self, lines: list[str], outcome: str = NOTHING_WRITTEN) -> None:
         self.lines = list(lines)
+        self.outcome = outcome
         count = len(self.lines)
-        summary = f"{count} problem{'s' if count != 1 else ''} found; nothing was written."
+        summary = f"{count} problem{'s' if count != 1 else ''} found; {outcome}"
         super().__init__("\n".join([*self.lines, summary]))
 
     def format_message(self) -> str:

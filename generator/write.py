@@ -1,17 +1,105 @@
-"""Stage 5, the only code that touches the output folder."""
+"""Stage 5, the only code that touches the output folder.
+
+How a build replaces the site (say the output folder is `site/`, in a parent folder `P/`):
+
+1. **Lock.** `P/.site.gpumem-lock` is locked with `fcntl.flock` for the whole build; a second build
+   into the same folder stops at once and names the first one's pid. The operating system drops
+   the lock when its holder dies, however it dies. The lock file stays (deleting it would race).
+2. **Recover.** Whatever a killed build left beside the folder is finished or undone first, and
+   said (see below).
+3. **Stage.** The complete new site is built in a fresh folder beside the old one,
+   `P/.site.gpumem-new.<pid>-<random>`: unchanged files are hard links to the current ones (so they
+   keep their modification time), changed and new files are written with `O_CREAT | O_EXCL |
+   O_NOFOLLOW`, so no write can follow a symbolic link or land on a name someone planted; the
+   marker `.gpumem-site` (every file gpumem wrote, with its sha256) is written last.
+4. **Carry over what is not ours.** gpumem owns exactly the files its previous marker lists.
+   Anything else in the folder (`.git/`, `CNAME`, dotfiles, a file someone added) is moved, by
+   rename, into the new tree just before the swap; a journal `P/.site.gpumem-journal` (written
+   atomically before the first move) records the staging folder and what moves.
+5. **Swap.** `renameat2(RENAME_EXCHANGE)` swaps the two folders in one atomic step; where that
+   call does not exist (not Linux, old kernels, some filesystems) two renames are used instead.
+   The previous tree is kept as `P/.site.gpumem-old` until the next build (an upload reading it is
+   not disturbed); that build removes from it only the files its marker lists, and moves anything
+   else (something created there late) into the live site.
+
+What is guaranteed:
+- Only files a previous build wrote are ever removed or replaced; a file the new build wants
+  to write where a file it never wrote stands is adopted if it holds the same bytes, otherwise the
+  build stops naming it, leaving the folder untouched.
+- Readers of `site/` see the complete previous site until the swap, then the complete new one.
+  The one window: between the moves of step 4 and the swap (a few renames), the entries that are
+  not ours are already in the new tree, so a reader of `site/` can miss them for that instant.
+  With the two-rename fallback, `site/` is also missing for the instant between the renames.
+- A build that fails leaves the previous site as it was (its message says so); a build killed at
+  any point leaves the complete previous or the complete new site (with the windows above for what
+  is not ours), and the next build finishes or undoes it and says which.
+- Nothing is written outside `site/` and the names above beside it; no symbolic link is followed
+  inside `site/` (a link where a page goes is replaced by the page; a link where a folder is needed
+  is an error).
+- The output folder keeps its permission bits and owner (as far as the user may set them). It does
+  get a new inode on every build: a shell or a bind mount holding `site/` itself keeps the old tree.
+
+Not guaranteed: durability across a power cut (nothing is fsynced), nor against someone racing
+the build to swap folders in `site/` for symbolic links while it runs. An output folder that is a
+mount point cannot be swapped: the build stops and says so (build into a folder inside it instead).
+
+A test-only hook, `GPUMEM_WRITE_TEST`, is a comma-separated list of `kill:STEP` (SIGKILL this
+process at a named step), `pause:STEP:SECONDS`, `wait:STEP:PATH` (wait there, up to a minute, until
+PATH exists) and `no-exchange` (use the two-rename fallback). Steps: locked (the lock just taken),
+staged (every page in the staging folder, not the marker), journal (written, nothing moved yet),
+moving (after each move), swapped, fallback (between the two renames), finished (journal not yet
+removed), recovering (the same, when finishing a killed build's swap).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
+import functools
 import hashlib
 import json
 import os
+import re
+import secrets
+import shutil
+import signal
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 
-from .errors import BuildError
+from .errors import NOTHING_WRITTEN, SITE_KEPT, BuildError
+
+if sys.platform == "win32":  # pragma: no cover - the lock where fcntl does not exist
+    import msvcrt
+else:
+    import fcntl
 
 MARKER = ".gpumem-site"
+# Files a static host reads from the site's root: a folder holding only these and dotfiles may be
+# built into although it has no marker yet (a fresh gh-pages worktree, for example).
+HOST_FILES = frozenset({"CNAME", "_headers", "_redirects"})
+
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+BINARY = getattr(os, "O_BINARY", 0)
+FD_PATHS = os.rename in os.supports_dir_fd and os.open in os.supports_dir_fd
+
+MOUNT_POINT = (
+    "cannot swap in the new site: the folder is a mount point (or on another filesystem than its parent), "
+    "and gpumem builds the new site beside it and swaps it in; build into a folder inside it"
+)
+
+AT_FDCWD = -100
+RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
 
 
 @dataclass(frozen=True)
@@ -19,113 +107,963 @@ class WriteSummary:
     written: int
     unchanged: int
     removed: int
+    notes: tuple[str, ...] = ()  # what the writer did besides the build: recoveries, files it adopted
 
 
-def _target(root: Path, relative: str) -> Path:
-    """The file's path, refusing anything that would land outside the output folder."""
-    target = (root / relative).resolve()
-    if root != target and root not in target.parents:
-        raise BuildError([f"{relative}: refusing to write outside {root}"])
-    return target
+@dataclass(frozen=True)
+class Places:
+    """The output folder and the names gpumem keeps beside it."""
+
+    label: str  # the folder as the user named it, for messages
+    root: Path  # its real path
+
+    @property
+    def parent(self) -> Path:
+        return self.root.parent
+
+    def beside(self, suffix: str) -> Path:
+        return self.parent / f".{self.root.name}.gpumem-{suffix}"
+
+    @property
+    def lock(self) -> Path:
+        return self.beside("lock")
+
+    @property
+    def journal(self) -> Path:
+        return self.beside("journal")
+
+    @property
+    def old(self) -> Path:
+        return self.beside("old")
+
+    @property
+    def staging_pattern(self) -> re.Pattern[str]:
+        return re.compile(re.escape(f".{self.root.name}.gpumem-new.") + r"\d+-[0-9a-f]{8}")
+
+    def new_staging(self) -> Path:
+        return self.beside(f"new.{os.getpid()}-{secrets.token_hex(4)}")
+
+    def show(self, relative: str = "") -> str:
+        """A path inside the output folder as messages show it."""
+        return str(Path(self.label) / relative) if relative else self.label
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry found in a tree, as lstat saw it."""
+
+    kind: str  # "file", "dir", "link" or "other"
+    dev: int
+    ino: int
+    mode: int
+    atime_ns: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class Manifest:
+    fingerprint: str
+    files: dict[str, str]  # relative path -> sha256
+
+
+class Failed(Exception):
+    """A file of the staging tree could not be made."""
+
+    def __init__(self, relative: str, error: OSError) -> None:
+        super().__init__(relative)
+        self.relative = relative
+        self.error = error
 
 
 def _digest(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
-def _manifest(root: Path) -> dict:
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)
+
+
+# --- the test hook -------------------------------------------------------------------------------
+
+
+def _directives() -> list[str]:
+    return [part for part in os.environ.get("GPUMEM_WRITE_TEST", "").split(",") if part]
+
+
+def _checkpoint(step: str) -> None:
+    """Test-only: kill or pause this process at a named step (see the module docstring)."""
+    for directive in _directives():
+        kind, _, rest = directive.partition(":")
+        name, _, argument = rest.partition(":")
+        if name != step:
+            continue
+        if kind == "kill":
+            os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+        elif kind == "pause":
+            time.sleep(float(argument or 1))
+        elif kind == "wait":
+            deadline = time.monotonic() + 60
+            while not os.path.exists(argument) and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+
+# --- paths and trees -----------------------------------------------------------------------------
+
+
+def _ancestors(paths: Iterable[str]) -> set[str]:
+    """Every folder above the given relative paths: a/b/c -> a, a/b."""
+    found: set[str] = set()
+    for path in paths:
+        parts = path.split("/")
+        found.update("/".join(parts[:index]) for index in range(1, len(parts)))
+    return found
+
+
+def _plain(relative: str) -> bool:
+    """A relative path of plain names: not absolute, no empty, '.' or '..' part, no backslash."""
+    return bool(relative) and "\\" not in relative and all(part not in ("", ".", "..") for part in relative.split("/"))
+
+
+def _lstat(path: Path) -> os.stat_result | None:
     try:
-        return json.loads((root / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-
-
-def up_to_date(out_dir: Path, fingerprint: str) -> WriteSummary | None:
-    """The summary of a rebuild that would change nothing, or None when the folder needs a build.
-
-    The folder is up to date when its manifest records this fingerprint of the inputs and every
-    file it lists is there with the bytes it recorded; any other file is removed, as a build would.
-    """
-    root = out_dir.resolve()
-    manifest = _manifest(root)
-    if manifest.get("fingerprint") != fingerprint:
+        return os.lstat(path)
+    except FileNotFoundError:
         return None
-    recorded = manifest.get("files", {})
-    for relative, digest in recorded.items():
-        try:
-            if _digest((root / relative).read_bytes()) != digest:
-                return None
-        except OSError:
-            return None
-    keep = {_target(root, relative) for relative in recorded}
-    removed = _remove_others(root, {*keep, root / MARKER})
-    return WriteSummary(0, len(recorded), removed)
 
 
-def write_site(out_dir: Path, files: dict[str, bytes] | list[tuple[str, bytes]], fingerprint: str = "") -> WriteSummary:
-    """Write every file whose bytes changed, and remove the files that no longer belong.
+def _identity(path: Path) -> tuple[int, int] | None:
+    found = _lstat(path)
+    return (found.st_dev, found.st_ino) if found else None
 
-    Refuses a path given twice, and refuses to empty a folder it did not create. Records the
-    inputs' fingerprint and each file's digest in the folder's marker, for up_to_date.
-    """
-    items = list(files.items()) if isinstance(files, dict) else list(files)
-    seen: set[str] = set()
-    for relative, _ in items:
-        if relative in seen:
-            raise BuildError([f"{relative}: written twice in one build"])
-        seen.add(relative)
-    root = out_dir.resolve()
-    if root.exists() and not root.is_dir():
-        raise BuildError([f"{out_dir}: not a folder; refusing to replace it"])
-    if root.exists() and any(root.iterdir()) and not (root / MARKER).exists():
-        raise BuildError([f"{out_dir}: not empty and not a gpumem site (no {MARKER}); refusing to replace it"])
-    targets = {_target(root, relative): content for relative, content in items}
-    root.mkdir(parents=True, exist_ok=True)
-    (root / MARKER).write_text(json.dumps({"fingerprint": "", "files": {}}), encoding="utf-8")
-    # Creating files is slow on some disks (about 1 ms each here); a few threads overlap the waits.
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+def _scan(tree: Path, descend: set[str]) -> dict[str, Entry]:
+    """Every entry of a tree, looking into the real sub-folders named in descend (relative paths)
+    only; a symbolic link is reported as one, never followed."""
+    found: dict[str, Entry] = {}
+    pending = [""]
+    while pending:
+        folder = pending.pop()
+        with os.scandir(tree / folder if folder else tree) as entries:
+            for item in entries:
+                relative = f"{folder}/{item.name}" if folder else item.name
+                info = item.stat(follow_symlinks=False)
+                kind = _kind(info.st_mode)
+                found[relative] = Entry(kind, info.st_dev, info.st_ino, info.st_mode, info.st_atime_ns, info.st_mtime_ns)
+                if kind == "dir" and relative in descend:
+                    pending.append(relative)
+    return dict(sorted(found.items()))
+
+
+def _holds(path: Path, entry: Entry, content: bytes) -> bool:
+    """Whether the regular file found as `entry` (and not something swapped in since) holds content."""
     try:
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            changed = list(pool.map(_sync, targets.items()))
-    except OSError as error:
-        raise BuildError([f"{error.filename or out_dir}: cannot write: {error.strerror or error}"]) from None
-    written = sum(changed)
-    unchanged = len(changed) - written
-    removed = _remove_others(root, {*targets, root / MARKER})
-    manifest = {
-        "about": "Built by gpumem: files here are replaced on every build.",
-        "fingerprint": fingerprint,
-        "files": {relative: _digest(content) for relative, content in sorted(items)},
-    }
-    (root / MARKER).write_text(json.dumps(manifest, indent=0, sort_keys=True) + "\n", encoding="utf-8")
-    return WriteSummary(written, unchanged, removed)
-
-
-def _sync(item: tuple[Path, bytes]) -> bool:
-    """Write one file unless it already holds these bytes; True when written."""
-    target, content = item
-    try:
-        if target.read_bytes() == content:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC | BINARY)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as stream:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (entry.dev, entry.ino) or info.st_size != len(content):
             return False
-    except FileNotFoundError:  # a new file: nothing to replace atomically
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
+        return stream.read(len(content) + 1) == content
+
+
+def _create(path: Path, content: bytes) -> None:
+    """A new file: never follows a symbolic link, never opens an existing name."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC | BINARY, 0o666)
+    with os.fdopen(fd, "wb") as stream:
+        stream.write(content)
+
+
+def _open_folder(tree: Path, folder: str) -> int:
+    """A descriptor of tree/folder, reached without following a symbolic link below tree."""
+    fd = os.open(tree, os.O_RDONLY | DIRECTORY | CLOEXEC)
+    for part in filter(None, folder.split("/")):
+        try:
+            inner = os.open(part, os.O_RDONLY | DIRECTORY | NOFOLLOW | CLOEXEC, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = inner
+    return fd
+
+
+def _make_folders(tree: Path, folder: str) -> None:
+    """Create tree/folder and the folders above it that are missing, following no symbolic link."""
+    done = ""
+    for part in filter(None, folder.split("/")):
+        parent = _open_folder(tree, done) if FD_PATHS else -1
+        try:
+            if FD_PATHS:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=parent)
+            else:  # pragma: no cover - systems without dir_fd
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(tree / done / part)
+        finally:
+            if parent >= 0:
+                os.close(parent)
+        done = f"{done}/{part}" if done else part
+
+
+def _move(source: Path, destination: Path, relative: str) -> None:
+    """Rename source/relative to destination/relative (creating the folders above it); never
+    replaces an entry and follows no symbolic link on either side."""
+    folder, _, name = relative.rpartition("/")
+    _make_folders(destination, folder)
+    if not FD_PATHS:  # pragma: no cover - systems without dir_fd
+        if os.path.lexists(destination / relative):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(destination / relative))
+        os.rename(source / relative, destination / relative)
+        return
+    here = _open_folder(source, folder)
+    try:
+        there = _open_folder(destination, folder)
+        try:
+            try:
+                os.stat(name, dir_fd=there, follow_symlinks=False)
+            except FileNotFoundError:
+                os.rename(name, name, src_dir_fd=here, dst_dir_fd=there)
+            else:
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(destination / relative))
+        finally:
+            os.close(there)
+    finally:
+        os.close(here)
+
+
+@functools.cache
+def _libc_renameat2() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function  # type: ignore[no-any-return]
+
+
+def _renameat2(source: Path, destination: Path, flags: int) -> bool:
+    """renameat2 with flags; False when this system cannot (no such call, or the filesystem refuses
+    the flag), an OSError for any other failure."""
+    function = _libc_renameat2()
+    if function is None or "no-exchange" in _directives():
+        return False
+    if function(AT_FDCWD, os.fsencode(source), AT_FDCWD, os.fsencode(destination), flags) == 0:
         return True
-    temporary = target.with_name(target.name + ".tmp")  # an old file is replaced in one step
-    temporary.write_bytes(content)
-    os.replace(temporary, target)
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(source), None, str(destination))
+
+
+# --- markers -------------------------------------------------------------------------------------
+
+
+def _read_manifest(tree: Path, shown: str) -> Manifest | None:
+    """A tree's marker: None when it has none; a BuildError when it cannot be trusted, since then
+    nobody can tell which files gpumem wrote."""
+    path = tree / MARKER
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC | BINARY)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise BuildError([f"{shown}: a symbolic link, not gpumem's marker; refusing to follow it (delete it, build again)"]) from None
+        raise BuildError([f"{shown}: cannot read gpumem's marker: {_reason(error)}"]) from None
+    with os.fdopen(fd, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BuildError([f"{shown}: not a file; gpumem's marker must be one"])
+        raw = stream.read()
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise BuildError(
+            [f"{shown}: not a gpumem marker (JSON listing the files gpumem wrote); refusing to guess which files are gpumem's"]
+        )
+    fingerprint = data.get("fingerprint") if isinstance(data, dict) else ""
+    return Manifest(fingerprint if isinstance(fingerprint, str) else "", {k: v for k, v in files.items() if _plain(k) and k != MARKER})
+
+
+def _manifest_bytes(files: dict[str, bytes], fingerprint: str) -> bytes:
+    manifest = {
+        "about": "Built by gpumem: it removes or replaces only the files listed here; anything else in this folder is left alone.",
+        "fingerprint": fingerprint,
+        "files": {relative: _digest(content) for relative, content in sorted(files.items())},
+    }
+    return (json.dumps(manifest, indent=0, sort_keys=True) + "\n").encode()
+
+
+def _foreign(tree: Path, manifest: Manifest | None) -> list[str]:
+    """The top-most entries of a tree that its marker does not claim (folders whole)."""
+    ours = {*(manifest.files if manifest else ()), MARKER}
+    folders = _ancestors(ours)
+    found = _scan(tree, folders)
+    return [
+        relative
+        for relative, entry in found.items()
+        if not (relative in ours and entry.kind != "dir") and not (entry.kind == "dir" and relative in folders)
+    ]
+
+
+def _rescue(source: Path, home: Path, relative: str) -> tuple[list[str], list[str]]:
+    """Move source/relative into home, merging into a real folder that is already there;
+    (what moved, what could not)."""
+    try:
+        _move(source, home, relative)
+        return [relative], []
+    except FileExistsError:
+        here, there = _lstat(source / relative), _lstat(home / relative)
+        if here and there and not stat.S_ISDIR(here.st_mode) and (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino):
+            os.unlink(source / relative)  # a second link to the very file the site holds (one gpumem adopted)
+            return [], []
+        if not (here and there and stat.S_ISDIR(here.st_mode) and stat.S_ISDIR(there.st_mode)):
+            return [], [relative]
+    except OSError:
+        return [], [relative]
+    moved: list[str] = []
+    left: list[str] = []
+    for name in sorted(os.listdir(source / relative)):
+        more, stuck = _rescue(source, home, f"{relative}/{name}")
+        moved += more
+        left += stuck
+    with contextlib.suppress(OSError):
+        os.rmdir(source / relative)
+    return moved, left
+
+
+def _sweep(tree: Path, home: Path | None, manifest: Manifest | None) -> tuple[list[str], list[str]]:
+    """Move every entry of a set-aside tree that gpumem did not write into home, the live site."""
+    moved: list[str] = []
+    left: list[str] = []
+    for relative in _foreign(tree, manifest):
+        if home is None or not os.path.isdir(home):
+            left.append(relative)
+            continue
+        more, stuck = _rescue(tree, home, relative)
+        moved += more
+        left += stuck
+    return moved, left
+
+
+def _discard(tree: Path, manifest: Manifest | None) -> bool:
+    """Remove from a set-aside tree the files its marker lists, the marker, and the folders that
+    leaves empty; True when the tree is gone."""
+    ours = {*(manifest.files if manifest else ()), MARKER}
+    folders = _ancestors(ours)
+    found = _scan(tree, folders)
+    for folder in ["", *(f for f in folders if f in found and found[f].kind == "dir")]:
+        mode = os.lstat(tree / folder).st_mode if folder else os.lstat(tree).st_mode
+        if mode & 0o700 != 0o700:  # a read-only folder of ours: make it ours to empty
+            os.chmod(tree / folder, stat.S_IMODE(mode) | 0o700)
+    for relative, entry in found.items():
+        if relative in ours and entry.kind != "dir":
+            os.unlink(tree / relative)
+    for folder in sorted(folders, key=lambda f: f.count("/"), reverse=True):
+        if folder in found and found[folder].kind == "dir":
+            with contextlib.suppress(OSError):
+                os.rmdir(tree / folder)
+    with contextlib.suppress(OSError):
+        os.rmdir(tree)
+    return _lstat(tree) is None
+
+
+# --- the lock ------------------------------------------------------------------------------------
+
+
+def _try_lock(fd: int) -> bool:
+    if sys.platform == "win32":  # pragma: no cover
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
     return True
 
 
-def _remove_others(root: Path, keep: set[Path]) -> int:
-    """Delete files that this build did not write, then folders left empty."""
-    removed = 0
-    for folder, _subfolders, names in os.walk(root, topdown=False):
-        base = Path(folder)
-        for name in names:
-            path = base / name
-            if path not in keep:
-                path.unlink()
-                removed += 1
-        if base != root and not any(base.iterdir()):
-            base.rmdir()
-    return removed
+def _lock(places: Places) -> int:
+    """Lock the output folder for this process, or stop at once naming the build that holds it.
+
+    A symbolic link planted at the lock file's name is removed (never followed) and replaced."""
+    if os.path.islink(places.lock):
+        os.unlink(places.lock)
+    try:
+        fd = os.open(places.lock, os.O_RDWR | os.O_CREAT | NOFOLLOW | NONBLOCK | CLOEXEC, 0o666)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise BuildError([f"{places.lock}: a symbolic link, not gpumem's lock file; refusing to follow it (delete it)"]) from None
+        raise BuildError(
+            [
+                f"{places.label}: cannot create its lock file {places.lock}: {_reason(error)}; gpumem builds the new site "
+                "beside the output folder and swaps it in, so the folder that holds it must be writable"
+            ]
+        ) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BuildError([f"{places.lock}: not a file; gpumem's lock file must be one (delete it)"])
+    if not _try_lock(fd):
+        holder = _holder(fd)
+        os.close(fd)
+        who = f"another gpumem build (pid {holder})" if holder else "another gpumem build"
+        raise BuildError([f"{places.label}: {who} is writing this folder; try again when it ends"])
+    mine = f"{os.getpid()}\n".encode()
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, mine)  # one write, then the length: the file never reads empty while it changes hands
+    os.ftruncate(fd, len(mine))
+    return fd
+
+
+def _holder(fd: int) -> str:
+    """The pid the lock's holder wrote; it writes it just after taking the lock, so wait a moment."""
+    for _ in range(50):
+        os.lseek(fd, 0, os.SEEK_SET)
+        text = os.read(fd, 32).decode(errors="replace").strip()
+        if text.isdigit():
+            return text
+        time.sleep(0.01)
+    return ""
+
+
+def _unlock(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+    os.close(fd)  # closing the descriptor releases the lock
+
+
+# --- the output folder ---------------------------------------------------------------------------
+
+
+class OutputFolder:
+    """The output folder, locked and recovered for the length of a `with` block.
+
+    Inside it, `up_to_date` checks and `write` replaces the site; `notes` says what recovery did.
+    `report`, when given, is also called with each note as it happens.
+    """
+
+    def __init__(self, out_dir: Path, report: Callable[[str], None] | None = None) -> None:
+        self.places = Places(str(out_dir), Path(os.path.realpath(out_dir)))
+        self.report = report
+        self.notes: list[str] = []
+        self._fd: int | None = None
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+        if self.report:
+            self.report(text)
+
+    def __enter__(self) -> OutputFolder:
+        places = self.places
+        if os.path.lexists(places.root) and not os.path.isdir(places.root):
+            raise BuildError([f"{places.label}: not a folder; refusing to replace it"])
+        if places.parent == places.root:
+            raise BuildError([f"{places.label}: the root of the filesystem; gpumem builds into a folder it can swap"])
+        try:
+            places.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise BuildError([f"{places.parent}: cannot create: {_reason(error)}"]) from None
+        self._fd = _lock(places)
+        try:
+            _checkpoint("locked")
+            self._recover()
+        except BaseException:
+            _unlock(self._fd)
+            self._fd = None
+            raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        if self._fd is not None:
+            _unlock(self._fd)
+            self._fd = None
+
+    def summary(self, written: int, unchanged: int, removed: int) -> WriteSummary:
+        return WriteSummary(written, unchanged, removed, tuple(self.notes))
+
+    # --- checking ---
+
+    def up_to_date(self, fingerprint: str) -> WriteSummary | None:
+        """The summary of a rebuild that would change nothing, or None when the folder needs a build.
+
+        The folder is up to date when its marker records this fingerprint of the inputs and every
+        file it lists is there, a regular file with the bytes it recorded. Nothing is touched.
+        """
+        root = self.places.root
+        if not os.path.isdir(root):
+            return None
+        try:
+            manifest = _read_manifest(root, self.places.show(MARKER))
+        except BuildError:
+            return None  # the build that follows says why
+        if manifest is None or manifest.fingerprint != fingerprint:
+            return None
+        try:
+            found = _scan(root, _ancestors(manifest.files))
+        except OSError:
+            return None
+        for relative, digest in manifest.files.items():
+            entry = found.get(relative)
+            if entry is None or entry.kind != "file" or not _matches(root / relative, entry, digest):
+                return None
+        return self.summary(0, len(manifest.files), 0)
+
+    # --- writing ---
+
+    def write(self, files: dict[str, bytes] | list[tuple[str, bytes]], fingerprint: str = "") -> WriteSummary:
+        """Replace the site with these files (see the module docstring); rewrite only files whose
+        bytes changed, remove only files the previous build wrote and this one does not."""
+        places = self.places
+        targets = _checked(files, places)
+        root = places.root
+        current = _lstat(root)
+        if current is not None and os.path.ismount(root):
+            raise BuildError([f"{places.label}: {MOUNT_POINT}"])
+        if current is not None:
+            self._rescue_from_old()
+        previous = _read_manifest(root, places.show(MARKER)) if current else None
+        ours = set(previous.files) if previous else set()
+        target_folders, our_folders = _ancestors(targets), _ancestors(ours)
+        try:
+            found = _scan(root, target_folders | our_folders) if current else {}
+        except OSError as error:
+            raise BuildError([f"{error.filename or places.label}: cannot read: {_reason(error)}"]) from None
+        if current is not None and previous is None:
+            visible = [r for r in found if "/" not in r and not r.startswith(".") and r not in HOST_FILES]
+            if visible:
+                raise BuildError([f"{places.label}: not empty and not a gpumem site (no {MARKER}); refusing to build into it"])
+        moves, adopted = self._plan(found, targets, ours, target_folders, our_folders)
+        removed = sum(1 for r in ours - set(targets) if r in found and found[r].kind != "dir")
+        staging = places.new_staging()
+        kept = SITE_KEPT if current else NOTHING_WRITTEN
+        try:
+            os.mkdir(staging)
+        except OSError as error:
+            raise BuildError([f"{places.label}: cannot create {staging.name} beside it: {_reason(error)}"]) from None
+        try:
+            written = self._stage(staging, targets, found, ours | adopted, fingerprint)
+        except Failed as failure:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise BuildError([f"{places.show(failure.relative)}: cannot write: {_reason(failure.error)}"], kept) from None
+        if current is None:
+            self._first(staging)
+        else:
+            self._replace(staging, moves, found, current)
+        for relative in sorted(adopted):
+            self.note(f"{places.show(relative)}: was not written by gpumem but holds the bytes the build writes there; adopted it")
+        return self.summary(written, len(targets) - written, removed)
+
+    def _plan(
+        self, found: dict[str, Entry], targets: dict[str, bytes], ours: set[str], target_folders: set[str], our_folders: set[str]
+    ) -> tuple[list[str], set[str]]:
+        """What is not ours and moves into the new tree, and what is not ours but already holds the
+        bytes the build writes there (adopted); a BuildError naming every entry that is in the way."""
+        places = self.places
+        moves: list[str] = []
+        adopted: set[str] = set()
+        problems: list[str] = []
+        for relative, entry in found.items():
+            if relative == MARKER:
+                continue
+            shown = places.show(relative)
+            if entry.kind == "dir":
+                if relative in targets:
+                    problems.append(f"{shown}: a folder gpumem did not make stands where the build writes a file; refusing to replace it")
+                elif relative not in target_folders and relative not in our_folders:
+                    moves.append(relative)
+            elif relative in target_folders:
+                if entry.kind == "link":
+                    problems.append(f"{shown}: a symbolic link where the build needs a folder; refusing to follow it (remove it)")
+                elif relative not in ours:
+                    problems.append(f"{shown}: a file gpumem did not write stands where the build needs a folder; refusing to replace it")
+            elif relative in ours:
+                continue  # ours: linked if unchanged, else rewritten, or dropped
+            elif relative in targets:
+                if entry.kind == "file" and _holds(places.root / relative, entry, targets[relative]):
+                    adopted.add(relative)
+                else:
+                    problems.append(
+                        f"{shown}: not written by gpumem (not in {MARKER}) and not what the build writes there; "
+                        "refusing to replace it (move it away or delete it)"
+                    )
+            else:
+                moves.append(relative)
+        if problems:
+            raise BuildError(problems)
+        return moves, adopted
+
+    def _stage(self, staging: Path, targets: dict[str, bytes], found: dict[str, Entry], reusable: set[str], fingerprint: str) -> int:
+        """Fill the staging folder: unchanged files linked, the others written, the marker last;
+        the number of files written."""
+        root = self.places.root
+        for folder in sorted(_ancestors(targets)):
+            try:
+                os.mkdir(staging / folder)
+            except OSError as error:
+                raise Failed(folder, error) from None
+
+        def place(item: tuple[str, bytes]) -> bool:
+            relative, content = item
+            try:
+                entry = found.get(relative)
+                if entry is not None and entry.kind == "file" and relative in reusable:
+                    if _holds(root / relative, entry, content) and _reuse(root / relative, staging / relative, entry, content):
+                        return False
+                _create(staging / relative, content)
+                return True
+            except OSError as error:
+                raise Failed(relative, error) from None
+
+        # Creating files is slow on some disks (about 1 ms each here); a few threads overlap the waits.
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            written = sum(pool.map(place, targets.items()))
+        _checkpoint("staged")
+        try:
+            _create(staging / MARKER, _manifest_bytes(targets, fingerprint))
+        except OSError as error:
+            raise Failed(MARKER, error) from None
+        return written
+
+    def _first(self, staging: Path) -> None:
+        """The first build: the staging folder becomes the output folder."""
+        root = self.places.root
+        try:
+            if not _renameat2(staging, root, RENAME_NOREPLACE):
+                if os.path.lexists(root):
+                    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(root))
+                os.rename(staging, root)
+        except OSError as error:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise BuildError([f"{self.places.label}: cannot put the new site in place: {_reason(error)}"]) from None
+
+    def _replace(self, staging: Path, moves: list[str], found: dict[str, Entry], current: os.stat_result) -> None:
+        """Journal, move in what is not ours, swap, and keep the previous tree as the old one."""
+        places = self.places
+        try:
+            self._clear_old()  # only now: a build that fails before this point leaves everything as it was
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        identity = os.lstat(staging)
+        journal = {"staging": staging.name, "device": identity.st_dev, "inode": identity.st_ino, "moved": moves}
+        try:
+            _write_atomically(places.journal, json.dumps(journal, indent=1).encode())
+        except OSError as error:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise BuildError([f"{places.journal}: cannot write: {_reason(error)}"], SITE_KEPT) from None
+        _checkpoint("journal")
+        step = ""
+        try:
+            for relative in moves:
+                step = relative
+                _move(places.root, staging, relative)
+                _checkpoint("moving")
+            step = ""
+            _copy_modes(staging, found, current)
+            exchanged = self._swap(staging)
+        except OSError as error:
+            if step:
+                problem = f"{places.show(step)}: cannot move it into the new site: {_reason(error)}"
+            elif error.errno in (errno.EBUSY, errno.EXDEV):
+                problem = f"{places.label}: {MOUNT_POINT}"
+            else:
+                problem = f"{places.label}: cannot swap in the new site: {_reason(error)}"
+            self._roll_back(staging, problem)
+        self._finish(staging if exchanged else None)
+
+    def _swap(self, staging: Path) -> bool:
+        """Put the staging tree in the output folder's place; True when swapped in one step (the
+        previous tree is then at the staging name), False after two renames (it is the old tree)."""
+        root, old = self.places.root, self.places.old
+        if _renameat2(staging, root, RENAME_EXCHANGE):
+            _checkpoint("swapped")
+            return True
+        os.rename(root, old)
+        _checkpoint("fallback")
+        try:
+            os.rename(staging, root)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.rename(old, root)
+            raise
+        return False
+
+    def _roll_back(self, staging: Path, problem: str) -> None:
+        """Undo a build that failed before its swap, then raise its error, saying truthfully what is left."""
+        places = self.places
+        try:
+            manifest = _read_manifest(staging, str(staging / MARKER))
+            _, left = _sweep(staging, places.root, manifest)
+            if left or not _discard(staging, manifest):
+                raise OSError(errno.ENOTEMPTY, "not everything could be moved back")
+            os.unlink(places.journal)
+        except (OSError, BuildError):
+            if not os.path.isdir(places.root):
+                outcome = f"{places.label} is missing; the next build puts the new site in place."
+            else:
+                outcome = f"some files not written by gpumem are still in {staging.name}; the next build puts them back."
+            raise BuildError([problem], outcome) from None
+        raise BuildError([problem], SITE_KEPT)
+
+    def _finish(self, old_at: Path | None, step: str = "finished") -> None:
+        """After the swap: the previous tree goes to the old tree's name, anything not ours that
+        reached it late moves into the new site, and the journal goes."""
+        places = self.places
+        try:
+            if old_at is not None:
+                if os.path.lexists(places.old):
+                    self._clear_old()
+                os.rename(old_at, places.old)
+            moved, left = _sweep(places.old, places.root, _read_manifest(places.old, str(places.old / MARKER)))
+            _checkpoint(step)
+            os.unlink(places.journal)
+        except (OSError, BuildError) as error:
+            reason = _reason(error) if isinstance(error, OSError) else error.lines[0]
+            self.note(f"{places.label}: the new site is in place, but tidying up after it failed ({reason}); the next build finishes it")
+            return
+        if moved:
+            self.note(f"{places.label}: moved {', '.join(moved)} into the new site; created in the previous one during the build")
+        if left:
+            self.note(
+                f"{places.label}: {', '.join(left)} stayed in {places.old.name}; "
+                f"not written by gpumem, and the name is taken in the new site"
+            )
+
+    def _rescue_from_old(self) -> None:
+        """Move into the site anything not gpumem's that was created in the tree the previous build
+        set aside (by a shell still in the old folder, say); harmless if this build then fails."""
+        old = self.places.old
+        if os.path.isdir(old) and not os.path.islink(old):
+            moved, _ = _sweep(old, self.places.root, _read_manifest(old, str(old / MARKER)))
+            if moved:
+                where = f"from {old.name}, where they were created during the last build"
+                self.note(f"{self.places.label}: moved {', '.join(moved)} into it {where}")
+
+    def _clear_old(self) -> None:
+        """Remove the tree the previous build set aside: its own files; anything else moves into the site."""
+        places = self.places
+        old = places.old
+        found = _lstat(old)
+        if found is None:
+            return
+        if not stat.S_ISDIR(found.st_mode):
+            os.unlink(old)
+            return
+        self._rescue_from_old()
+        manifest = _read_manifest(old, str(old / MARKER))
+        if not _discard(old, manifest):
+            left = _foreign(old, manifest)
+            raise BuildError(
+                [
+                    f"{old}: the previous build's copy still holds {', '.join(left) or 'files'}, not written by gpumem, "
+                    f"that cannot be moved into {places.label} (the name is taken); move them yourself, then delete {old.name}"
+                ]
+            )
+
+    # --- recovery ---
+
+    def _recover(self) -> None:
+        """Finish or undo what a killed build left beside the folder, and say what was done."""
+        places = self.places
+        journal_temporary = re.compile(re.escape(places.journal.name) + r"\.\d+-[0-9a-f]{8}")
+        stagings = []
+        with os.scandir(places.parent) as entries:
+            for item in entries:
+                if journal_temporary.fullmatch(item.name) and not item.is_dir(follow_symlinks=False):
+                    os.unlink(item.path)
+                elif places.staging_pattern.fullmatch(item.name):
+                    stagings.append(item.name)
+        journal = _read_journal(places)
+        if journal is not None:
+            self._resume(journal)
+            stagings = [name for name in stagings if name != journal["staging"]]
+        for name in sorted(stagings):
+            staging = places.parent / name
+            kind = _lstat(staging)
+            if kind is None:
+                continue
+            if not stat.S_ISDIR(kind.st_mode):
+                os.unlink(staging)  # not a folder gpumem made (a planted link, say): removed, never followed
+                continue
+            manifest = _read_manifest(staging, str(staging / MARKER))
+            if manifest is None:
+                shutil.rmtree(staging)  # no marker yet: nothing was moved in, everything is ours
+            elif not _discard(staging, manifest):
+                raise BuildError([f"{staging}: holds files gpumem did not write; move them yourself, then delete {name}"])
+            self.note(
+                f"{places.label}: a build was killed while it prepared the new site; "
+                f"removed its unfinished copy {name} (the site was untouched)"
+            )
+
+    def _resume(self, journal: dict) -> None:
+        """A journal means a build was killed between its first move and the end: finish or undo it."""
+        places = self.places
+        staging = places.parent / journal["staging"]
+        new = (journal["device"], journal["inode"])
+        here, there = _identity(places.root), _identity(staging)
+        if here == new:
+            self._finish(staging if there else None, "recovering")
+            self.note(f"{places.label}: a build was killed just after it swapped in the new site; finished it")
+        elif here is None and there == new:
+            os.rename(staging, places.root)
+            self._finish(None, "recovering")
+            self.note(f"{places.label}: a build was killed between its two renames, while the folder was missing; put the new site there")
+        elif there == new:
+            manifest = _read_manifest(staging, str(staging / MARKER))
+            if manifest is None:
+                raise BuildError(
+                    [f"{places.journal}: its staging folder {staging.name} has no marker; check {places.label}, then delete both"]
+                )
+            moved, left = _sweep(staging, places.root, manifest)
+            if left or not _discard(staging, manifest):
+                stuck = ", ".join(left) or "everything"
+                raise BuildError(
+                    [f"{staging}: cannot put {stuck} back into {places.label}; move them, then delete it and {places.journal.name}"]
+                )
+            os.unlink(places.journal)
+            back = f"; put back {', '.join(moved)}, not written by gpumem" if moved else ""
+            self.note(f"{places.label}: a build was killed before it swapped in the new site; kept the previous site{back}")
+        else:
+            raise BuildError([f"{places.journal}: describes a build whose folders are not there; check {places.label}, then delete it"])
+
+
+def _matches(path: Path, entry: Entry, digest: str) -> bool:
+    """Whether the regular file found as entry still has this sha256."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC | BINARY)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as stream:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (entry.dev, entry.ino):
+            return False
+        return _digest(stream.read()) == digest
+
+
+def _reuse(source: Path, destination: Path, entry: Entry, content: bytes) -> bool:
+    """Put an unchanged file into the staging tree as a hard link (it keeps its inode and time);
+    where links are refused, a copy with the same time. False when the file changed meanwhile."""
+    try:
+        os.link(source, destination, follow_symlinks=False)
+    except OSError as error:
+        if error.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EACCES, errno.ENOSYS):
+            raise
+        _create(destination, content)
+        os.chmod(destination, stat.S_IMODE(entry.mode))
+        os.utime(destination, ns=(entry.atime_ns, entry.mtime_ns))
+        return True
+    linked = os.lstat(destination)
+    if (linked.st_dev, linked.st_ino) == (entry.dev, entry.ino):
+        return True
+    os.unlink(destination)
+    return False
+
+
+def _copy_modes(staging: Path, found: dict[str, Entry], current: os.stat_result) -> None:
+    """The new tree's folders get the permission bits of the folders they replace; its root also
+    the owner (when this user may set it)."""
+    for relative, entry in found.items():
+        if entry.kind == "dir":
+            mine = _lstat(staging / relative)
+            if mine is not None and stat.S_ISDIR(mine.st_mode) and (mine.st_dev, mine.st_ino) != (entry.dev, entry.ino):
+                if stat.S_IMODE(mine.st_mode) != stat.S_IMODE(entry.mode):
+                    os.chmod(staging / relative, stat.S_IMODE(entry.mode))
+    mine = os.lstat(staging)
+    if (mine.st_uid, mine.st_gid) != (current.st_uid, current.st_gid):
+        with contextlib.suppress(PermissionError):
+            os.chown(staging, current.st_uid, current.st_gid)
+    os.chmod(staging, stat.S_IMODE(current.st_mode))
+
+
+def _write_atomically(path: Path, content: bytes) -> None:
+    """Write a file beside the output folder under a name of its own, then rename it into place."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}")
+    _create(temporary, content)
+    try:
+        os.rename(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _read_journal(places: Places) -> dict | None:
+    """The journal a killed build left; None when there is none (a symbolic link planted at its
+    name is not gpumem's journal: it is removed, never followed)."""
+    path = places.journal
+    if os.path.islink(path):
+        os.unlink(path)
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC | BINARY)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise BuildError([f"{path}: cannot read gpumem's journal: {_reason(error)}; check {places.label}, then delete it"]) from None
+    with os.fdopen(fd, "rb") as stream:
+        raw = stream.read() if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    try:
+        journal = json.loads(raw)
+        ok = (
+            isinstance(journal, dict)
+            and isinstance(journal.get("staging"), str)
+            and places.staging_pattern.fullmatch(journal["staging"])
+            and isinstance(journal.get("device"), int)
+            and isinstance(journal.get("inode"), int)
+        )
+    except ValueError:
+        ok = False
+    if not ok:
+        raise BuildError([f"{path}: not a gpumem journal; check {places.label} by hand, then delete it"])
+    return journal  # type: ignore[no-any-return]
+
+
+def _checked(files: dict[str, bytes] | list[tuple[str, bytes]], places: Places) -> dict[str, bytes]:
+    """The files as a dict, refusing a path given twice, one outside the folder, a path that is
+    both a file and a folder, and the marker's name."""
+    items = list(files.items()) if isinstance(files, dict) else list(files)
+    targets: dict[str, bytes] = {}
+    problems = []
+    for relative, content in items:
+        if relative in targets:
+            problems.append(f"{relative}: written twice in one build")
+        elif relative.startswith("/") or ".." in relative.split("/"):
+            problems.append(f"{relative}: refusing to write outside {places.root}")
+        elif not _plain(relative):
+            problems.append(f"{relative}: not a plain relative path; refusing to write it")
+        elif relative == MARKER:
+            problems.append(f"{relative}: the name of gpumem's own marker; refusing to write it")
+        targets[relative] = content
+    both = sorted(_ancestors(targets) & set(targets))
+    problems += [f"{relative}: written both as a file and as a folder in one build" for relative in both]
+    if problems:
+        raise BuildError(problems)
+    return targets
+
+
+def up_to_date(out_dir: Path, fingerprint: str) -> WriteSummary | None:
+    """The summary of a rebuild that would change nothing, or None (see OutputFolder.up_to_date)."""
+    with OutputFolder(out_dir) as folder:
+        return folder.up_to_date(fingerprint)
+
+
+def write_site(out_dir: Path, files: dict[str, bytes] | list[tuple[str, bytes]], fingerprint: str = "") -> WriteSummary:
+    """Replace the site in out_dir with these files, recording the inputs' fingerprint and each
+    file's digest in its marker (see the module docstring and OutputFolder.write)."""
+    _checked(files, Places(str(out_dir), Path(os.path.realpath(out_dir))))
+    with OutputFolder(out_dir) as folder:
+        return folder.write(files, fingerprint)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -74,9 +75,14 @@ def test_rebuild_writes_only_what_changed_and_removes_what_no_longer_belongs(inp
     edit(inputs / "content/en/home.md", "Three questions", "Three plain questions")
     (inputs / "site/es/old-page").mkdir()
     (inputs / "site/es/old-page/index.html").write_text("stale")
+    marker = json.loads((inputs / "site/.gpumem-site").read_text())
+    marker["files"]["es/old-page/index.html"] = "digest"  # a page an earlier build wrote
+    (inputs / "site/.gpumem-site").write_text(json.dumps(marker))
+    (inputs / "site/es/notes.txt").write_text("not written by gpumem")
     third = build(options_for(inputs), now=NOW)
     assert (third.summary.written, third.summary.unchanged, third.summary.removed) == (1, 306, 1)
     assert not (inputs / "site/es/old-page").exists()
+    assert (inputs / "site/es/notes.txt").read_text() == "not written by gpumem"
 
 
 def test_guide_cells_match_the_engine_and_sizing(built_site):
@@ -202,7 +208,8 @@ def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monk
         build(options_for(inputs), now=NOW)  # the tampered page forces a real build
     monkeypatch.undo()
     repaired = build(options_for(inputs), now=NOW)
-    assert (repaired.summary.written, repaired.summary.removed) == (1, 1)
+    assert (repaired.summary.written, repaired.summary.removed) == (1, 0)
+    assert (site / "stray.html").read_text() == "left behind"  # not written by gpumem: kept
     monkeypatch.setattr(pipeline, "render_site", no_render)
     again = build(options_for(inputs), now=NOW)
     assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 307, 0)
