@@ -18,6 +18,7 @@ from typing import Any
 
 from . import compute
 from .errors import BuildError, Problems
+from .figures import site_figures
 from .load import (
     SNAPSHOT_NAME,
     ContentPage,
@@ -340,7 +341,7 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
     With jobs > 1 the pages are shared among forked processes (the rendering is pure).
     """
     options, catalog, site = inputs.options, inputs.catalog, inputs.site
-    figures = compute.site_figures(catalog)
+    figures = site_figures(catalog)
     pages = plan_pages(site, subjects(catalog))
     renderer = Renderer(options.templates, options.translations, [language.code for language in site.languages])
     links = {(page.key, page.subject, page.lang): page.url for page in pages}

@@ -19,9 +19,11 @@ from typing import Any
 from . import compute
 from .build import load_catalog, read_catalog_files, read_stamp
 from .errors import BuildError, Problems
+from .figures import site_figures
 from .load import parse_yaml, snapshot_files, snapshot_name
 from .records import Catalog, Gpu, Offer, Rules
 from .render import Formats
+from .sizing import Choice
 from .validate import (
     MAX_TEXT,
     Invalid,
@@ -376,7 +378,7 @@ class CellChange:
     after: str
 
 
-def _offer_text(choice: compute.Choice, f: Formats) -> str:
+def _offer_text(choice: Choice, f: Formats) -> str:
     """A recommendation as the diff prints it: count, GPU names and price per hour."""
     best = choice.best
     if best is None:
@@ -386,9 +388,9 @@ def _offer_text(choice: compute.Choice, f: Formats) -> str:
     return f"{machines}{best.count} × {names} {f.money(best.price_per_hour)}/h"
 
 
-def table_cells(catalog: Catalog) -> dict[tuple[str, str, str], compute.Choice]:
+def table_cells(catalog: Catalog) -> dict[tuple[str, str, str], Choice]:
     """Every recommendation a guide table shows, by (page, row, column), with English URLs."""
-    figures = compute.site_figures(catalog)
+    figures = site_figures(catalog)
     cells = {}
     for table in (figures.main.serving, figures.main.fine_tuning):
         for row in table.rows:

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from gpumem import compute, memory
+from gpumem import compute, compute_calculator, memory
 from gpumem.build import load_catalog
 from gpumem.records import Architecture, Attention
 from gpumem.render import Formats
@@ -44,7 +44,7 @@ def python_need(raw: dict) -> tuple[memory.Breakdown, tuple]:
     need = memory.memory_need(
         RULES, arch, float(raw["params"]), raw["mode"], raw["weights"], raw["kv"], int(raw["context"]), int(raw["batch"])
     )
-    found = compute.calculator_choices(CATALOG, SHOP, arch, raw["mode"], raw["kv"], int(raw["context"]), need.total)
+    found = compute_calculator.calculator_choices(CATALOG, SHOP, arch, raw["mode"], raw["kv"], int(raw["context"]), need.total)
     return need, tuple((c.gpu.id, c.count, tight) for c, tight in found)
 
 
@@ -309,7 +309,7 @@ def test_constants_come_from_the_build_json_only():
 def test_the_page_carries_the_build_json(built_site):
     html = (built_site / "en/calculator/index.html").read_text()
     data = json.loads(re.search(r'<script type="application/json" id="calculator-data">(.*?)</script>', html, re.S).group(1))
-    assert data == json.loads(json.dumps(compute.calculator_data(CATALOG, SHOP)))
+    assert data == json.loads(json.dumps(compute_calculator.calculator_data(CATALOG, SHOP)))
     assert data["runtimeOverhead"] == RULES.runtime_overhead
     assert len(data["models"]) == 28
 

@@ -2,7 +2,7 @@
 
 The Markdown in content/ is translated prose with placeholders: a formatter call on a computed
 figure, a link or a macro call. Every decision (which GPU, fits or not, yes or no), every table
-and every loop lives in templates/_macros.html and generator/compute.py, written once for all
+and every loop lives in templates/_macros.html and generator/compute*.py, written once for all
 languages. A snapshot that lacks the GPUs the prose names as examples still builds: the prose
 says so and names the nearest GPU on offer.
 """

@@ -1,0 +1,43 @@
+"""Every page's figures, computed once per build from the catalog and its snapshot."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .compute import Shop
+from .compute_calculator import CalculatorPage, calculator_data, calculator_page
+from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
+from .compute_pages import GpuPage, ModelPage, PricesPage, gpu_page, model_page, prices_page
+from .records import Catalog
+
+
+@dataclass(frozen=True)
+class SiteFigures:
+    """Every figure of every page, computed once per build for all languages."""
+
+    shop: Shop
+    main: MainGuide
+    vram: VramGuide
+    sizing: SizingGuide
+    calculator: CalculatorPage
+    prices: PricesPage
+    models: dict[str, ModelPage]
+    gpus: dict[str, GpuPage]
+    calculator_json: str
+
+
+def site_figures(catalog: Catalog) -> SiteFigures:
+    """Every page's figures, computed once from the catalog and its snapshot."""
+    shop = Shop(catalog)
+    return SiteFigures(
+        shop=shop,
+        main=main_guide(catalog, shop),
+        vram=vram_guide(catalog, shop),
+        sizing=sizing_guide(catalog),
+        calculator=calculator_page(catalog, shop),
+        prices=prices_page(catalog, shop),
+        models={m.id: model_page(catalog, shop, m) for m in catalog.models},
+        gpus={g.id: gpu_page(catalog, shop, g) for g in catalog.gpus},
+        calculator_json=json.dumps(calculator_data(catalog, shop), sort_keys=True, separators=(",", ":")),
+    )
