@@ -4,11 +4,32 @@ from __future__ import annotations
 
 import urllib.parse
 from dataclasses import dataclass
+from decimal import Decimal
 
-from . import memory, sizing
+from . import deployment, hf_config, memory, sizing
 from .compute import Need, Shop, room_gb
-from .records import Architecture, Catalog, Gpu, Model
-from .sizing import Choice, Configuration
+from .records import Architecture, Catalog, Experts, Gpu, Model
+from .sizing import Choice, Configuration, Fit
+
+# Limits of the serving fields rules.yaml's calculator block does not bound yet (plausible input:
+# the widest open models have hidden sizes near 16k, vocabularies near 260k, experts near 260).
+SERVING_LIMITS = {"max_hidden": 65536, "max_vocab": 1_000_000, "max_intermediate": 1_000_000, "max_experts": 4096}
+# The KV formats every runtime takes, whatever the weights (as gpumem estimate checks them).
+KV_ANY_RUNTIME = ("bf16", "fp32")
+# deployment.layer_slots: vLLM groups sliding and full layers by the larger count under 1.5 x the smaller.
+HYBRID_GROUP_RATIO = 1.5
+# hf_config.count's constants of the architectures it counts, for the script's config.json reader.
+COUNTING = {
+    "gatedMatrices": 3,  # gate, up and down projections of a gated MLP or expert
+    "fourNorms": 4,  # Gemma's norms per layer (two elsewhere)
+    "channels": 3,  # RGB channels of a vision tower's patch embedding
+    "attentionMatrices": 4,  # q, k, v and output projections of a vision layer
+    "gemma3Pattern": 6,  # Gemma 3's sliding_window_pattern default: one global layer in six
+    "defaultContext": 4096,  # max_position_embeddings when a config omits it
+    "mixtralActive": 2,  # Mixtral's num_experts_per_tok default
+}
+RUNTIME_NAMES = {"vllm": "vLLM", "llama.cpp": "llama.cpp"}
+RELEASE_METHODS = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq", "bitsandbytes": "nf4"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +50,52 @@ class CalculatorPage:
     small_card_gb: float = 0.0
 
 
+def js_number(value: float) -> str:
+    """A number as JavaScript's String() writes it (data-value attributes the script rewrites)."""
+    if value == int(value) and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    power = int(exponent)
+    if -7 < power < 21:
+        return format(Decimal(text), "f")
+    return f"{mantissa}e{'+' if power > 0 else '-'}{abs(power)}"
+
+
+def custom_model(params_b: float, arch: Architecture, vision_params_b: float = 0.0) -> Model:
+    """A model typed into the calculator (or pasted as a config.json): only its numbers count."""
+    return Model("custom", "custom", "custom", "", params_b, None, 0, arch, "", "", vision_params_b=vision_params_b)
+
+
+@dataclass(frozen=True)
+class Serving:
+    """Serving mode: the per-GPU need on the chosen GPU count, and every configuration on offer that holds it."""
+
+    need: deployment.Deployment
+    fits: tuple[Fit, ...]
+    runtime: str  # vllm | llama.cpp, the weight format's
+    valid_counts: tuple[int, ...]
+
+    @property
+    def total_bytes(self) -> float:
+        return self.need.total_bytes_per_gpu * self.need.gpus
+
+
+def serving(catalog: Catalog, shop: Shop, model: Model, weights: str, kv: str, gpus: int, context: int, requests: int) -> Serving:
+    """What the calculator shows in serving mode, as gpumem estimate computes it (vLLM's large-card batch)."""
+    rules = catalog.rules.deployment
+    assert rules is not None  # validated with the catalogs
+    fmt, cache = rules.weight_formats[weights], rules.kv_formats[kv]
+    large = deployment.Batch(rules.large_batch_tokens, rules.large_batch_sequences)
+    need = deployment.deployment(rules, model, fmt, cache, gpus, context, requests, large)
+    fits = sizing.deployment_fits(rules, model, fmt, cache, context, requests, shop.configurations, catalog.rules.comfortable_requests)
+    counts = catalog.rules.gpu_counts
+    valid = deployment.valid_gpu_counts(model.arch, counts) if fmt.runtime == "vllm" else counts
+    return Serving(need, fits, fmt.runtime, valid)
+
+
 @dataclass(frozen=True)
 class CalculatorState:
     """The calculator's opening state, worked out at build time so the page shows it before any script runs."""
@@ -37,16 +104,65 @@ class CalculatorState:
     need: memory.Breakdown
     choices: tuple[tuple[Configuration, bool], ...]
     valid_counts: tuple[int, ...]
+    serving: Serving | None = None
 
     @property
     def query(self) -> str:
         return urllib.parse.urlencode(self.fields)
 
     @property
+    def total(self) -> float:
+        return self.serving.total_bytes / 1e9 if self.serving else self.need.total
+
+    @property
     def parts(self) -> tuple[tuple[str, float], ...]:
-        """The parts a mode has (the others are zero), in the order the page lists them."""
+        """The parts a mode has (the others are zero), in the order the page lists them; per GPU when serving."""
+        if self.serving:
+            need = self.serving.need
+            return (
+                ("weights", need.weights_bytes_per_gpu / 1e9),
+                ("kv_cache", need.kv_cache_bytes_per_gpu / 1e9),
+                ("overhead", need.runtime_bytes_per_gpu / 1e9),
+            )
         names = ("weights", "kv_cache", "gradients", "optimizer", "overhead")
         return tuple((name, getattr(self.need, name)) for name in names if getattr(self.need, name))
+
+    @property
+    def values(self) -> dict[str, str]:
+        """data-value of each result, as the script writes it (GB, decimal)."""
+        found = {"total-gb": js_number(self.total)}
+        if self.serving:
+            need = self.serving.need
+            found.update(
+                {
+                    "weights-gb": js_number(need.weights_bytes / 1e9),
+                    "weights-per-gpu-gb": js_number(need.weights_bytes_per_gpu / 1e9),
+                    "kv-gb": js_number(need.kv_cache_bytes_per_gpu / 1e9),
+                    "runtime-gb": js_number(need.runtime_bytes_per_gpu / 1e9),
+                    "per-gpu-gb": js_number(need.total_bytes_per_gpu / 1e9),
+                }
+            )
+        return found
+
+
+def model_fields(model: Model) -> dict[str, str]:
+    """A preset's numbers as the form holds them."""
+    arch = model.arch
+    experts = arch.experts
+    return {
+        "params": repr(model.params_b),
+        "layers": str(arch.layers),
+        "heads": str(arch.heads),
+        "kv_heads": str(arch.kv_heads),
+        "head_dim": str(arch.head_dim),
+        "hidden": str(arch.hidden),
+        "vocab": str(arch.vocab),
+        "tied": "1" if arch.tied_embeddings else "0",
+        "intermediate": str(arch.intermediate),
+        "experts": str(experts.count if experts else 0),
+        "experts_active": str(experts.active if experts else 0),
+        "expert_width": str(experts.intermediate if experts else 0),
+    }
 
 
 def calculator_default(catalog: Catalog, shop: Shop) -> CalculatorState:
@@ -54,22 +170,20 @@ def calculator_default(catalog: Catalog, shop: Shop) -> CalculatorState:
     d = catalog.rules.calculator_defaults
     model = catalog.model(d["model"])
     arch = model.arch
-    fields = {
-        "model": model.id,
-        "params": repr(model.params_b),
-        "layers": str(arch.layers),
-        "heads": str(arch.heads),
-        "kv_heads": str(arch.kv_heads),
-        "head_dim": str(arch.head_dim),
-        "mode": d["mode"],
-        "weights": d["weights"],
-        "kv": d["kv"],
-        "batch": str(d["batch"]),
-        "context": str(d["context"]),
-    }
+    gpus = default_gpus(catalog)
+    fields = {"model": model.id, **model_fields(model), "mode": d["mode"], "weights": d["weights"], "kv": d["kv"]}
+    fields.update({"gpus": str(gpus), "batch": str(d["batch"]), "context": str(d["context"])})
+    if d["mode"] == "serve":
+        found = serving(catalog, shop, model, d["weights"], d["kv"], gpus, d["context"], d["batch"])
+        return CalculatorState(fields, memory.Breakdown(0.0), (), found.valid_counts, found)
     need = memory.memory_need(catalog.rules, arch, model.params_b, d["mode"], d["weights"], d["kv"], d["context"], d["batch"])
     choices = calculator_choices(catalog, shop, arch, d["mode"], d["kv"], d["context"], need.total)
     return CalculatorState(fields, need, choices, sizing.valid_counts(catalog.rules.gpu_counts, arch.heads))
+
+
+def default_gpus(catalog: Catalog) -> int:
+    """The GPU count the calculator opens with: the smallest machine size."""
+    return min(catalog.rules.gpu_counts)
 
 
 def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
@@ -125,6 +239,8 @@ def calculator_choices(
 def calculator_data(catalog: Catalog, shop: Shop) -> dict:
     """What the calculator's JavaScript reads: rules, presets, GPUs and configurations on offer."""
     rules = catalog.rules
+    dep = rules.deployment
+    assert dep is not None  # validated with the catalogs
     models = []
     for m in catalog.models:
         a = m.arch.attention
@@ -139,8 +255,16 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
                 "kvHeads": m.arch.kv_heads,
                 "headDim": m.arch.head_dim,
                 "attention": attention,
+                "hidden": m.arch.hidden,
+                "vocab": m.arch.vocab,
+                "tied": m.arch.tied_embeddings,
+                "intermediate": m.arch.intermediate,
+                "experts": experts_data(m.arch.experts),
+                "vision": m.vision_params_b,
+                "release": m.release,
             }
         )
+    large_card = dep.large_card_gib * deployment.GIB
     return {
         "precisions": rules.precisions,
         "kvPrecisions": rules.kv_precisions,
@@ -153,12 +277,62 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
         "gpuCounts": list(rules.gpu_counts),
         "minFreeFraction": rules.min_free_fraction,
         "comfortableRequests": rules.comfortable_requests,
-        "limits": rules.calculator_limits,
-        "defaults": rules.calculator_defaults,
+        "limits": {**rules.calculator_limits, **SERVING_LIMITS, "max_gpus": rules.max_gpus_per_machine},
+        "defaults": {**rules.calculator_defaults, "gpus": default_gpus(catalog)},
         "currency": catalog.snapshot.currency,
         "models": models,
         "configurations": [
-            {"gpu": c.gpu.id, "name": c.gpu.name, "memory": c.gpu.memory_gb, "count": c.count, "price": c.price_per_hour}
+            {
+                "gpu": c.gpu.id,
+                "name": c.gpu.name,
+                "memory": c.gpu.memory_gb,
+                "count": c.count,
+                "price": c.price_per_hour,
+                "runtimeBytes": c.gpu.runtime_bytes,
+            }
             for c in sorted(shop.configurations, key=Configuration.order)
         ],
+        "weightFormats": [
+            {"name": f.name, "label": f.label, "bits": f.bits, "scope": f.scope, "runtime": f.runtime, "padTo": f.pad_to}
+            for f in dep.weight_formats.values()
+        ],
+        "kvFormats": [{"name": k.name, "label": k.label, "bytes": k.bytes, "runtime": k.runtime} for k in dep.kv_formats.values()],
+        "deployment": {
+            "utilization": dep.utilization,
+            "nonTorchBytes": dep.non_torch_bytes,
+            "parallelBytes": dep.parallel_bytes,
+            "activationBytes": dep.activation_bytes,
+            "samplerBytes": dep.sampler_bytes,
+            "llamacppBatch": dep.llamacpp_batch,
+            "logitBytes": deployment.LOGIT_BYTES,
+            "largeCardBytes": large_card,
+            "largeCardExceptions": list(dep.large_card_exceptions),
+            "largeBatch": {"tokens": dep.large_batch_tokens, "sequences": dep.large_batch_sequences},
+            "smallBatch": {"tokens": dep.small_batch_tokens, "sequences": dep.small_batch_sequences},
+            "bitsPerByte": 8,
+            "sixteenBitBytes": 2,
+            "hybridGroupRatio": HYBRID_GROUP_RATIO,
+            "kvAnyRuntime": list(KV_ANY_RUNTIME),
+            "runtimeNames": RUNTIME_NAMES,
+        },
+        "counting": {
+            **COUNTING,
+            "architectures": list(hf_config.ARCHITECTURES),
+            "qkvBias": list(hf_config.QKV_BIAS),
+            "qkNorm": list(hf_config.QK_NORM),
+            "fourNormKinds": list(hf_config.FOUR_NORMS),
+            "releaseMethods": RELEASE_METHODS,
+        },
+    }
+
+
+def experts_data(experts: Experts | None) -> dict | None:
+    if experts is None:
+        return None
+    return {
+        "count": experts.count,
+        "active": experts.active,
+        "intermediate": experts.intermediate,
+        "shared": experts.shared,
+        "denseLayers": experts.dense_layers,
     }

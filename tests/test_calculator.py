@@ -10,9 +10,10 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from gpumem import compute, compute_calculator, memory
+from gpumem import compute, compute_calculator, deployment, memory
 from gpumem.build import load_catalog
-from gpumem.records import Architecture, Attention
+from gpumem.hf_config import count
+from gpumem.records import Architecture, Attention, Experts, Model
 from gpumem.render import Formats
 
 from .project import CATALOGS, REPO
@@ -24,23 +25,66 @@ URLS = {"es": "/es/calculadora/", "en": "/en/calculator/", "pt": "/pt/calculador
 PRESETS = ("llama-3.1-70b", "mixtral-8x22b", "gemma-2-9b", "gemma-3-27b", "gpt-oss-120b", "deepseek-v3", "qwen3-30b-a3b")
 
 
-def raw_state(model: str, mode: str, weights: str, kv: str, batch: int, context: int, custom: tuple | None = None) -> dict:
-    """A form state as strings, the way the page holds it."""
-    if custom is None:
-        m = CATALOG.model(model)
-        custom = (m.params_b, m.arch.layers, m.arch.heads, m.arch.kv_heads, m.arch.head_dim)
-    params, layers, heads, kv_heads, head_dim = custom
-    values = dict(model=model, params=params, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim)
-    values.update(mode=mode, weights=weights, kv=kv, batch=batch, context=context)
+ARCH_FIELDS = (
+    "params",
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "hidden",
+    "vocab",
+    "tied",
+    "intermediate",
+    "experts",
+    "experts_active",
+    "expert_width",
+)
+DEPLOY = RULES.deployment
+assert DEPLOY is not None
+
+
+def preset_numbers(model_id: str) -> tuple:
+    fields = compute_calculator.model_fields(CATALOG.model(model_id))
+    return tuple(fields[name] for name in ARCH_FIELDS)
+
+
+def raw_state(model: str, mode: str, weights: str, kv: str, batch: int, context: int, custom: tuple | None = None, gpus: int = 1) -> dict:
+    """A form state as strings, the way the page holds it (custom: the ARCH_FIELDS' values)."""
+    numbers = preset_numbers(model) if custom is None else custom
+    values = dict(zip(ARCH_FIELDS, numbers, strict=True))
+    values.update(model=model, mode=mode, weights=weights, kv=kv, gpus=gpus, batch=batch, context=context)
     return {key: str(value) for key, value in values.items()}
 
 
+def model_of(raw: dict) -> Model:
+    """The catalog model, or the custom one the fields describe (full attention)."""
+    if raw["model"] != "custom":
+        return CATALOG.model(raw["model"])
+    experts = int(raw["experts"])
+    arch = Architecture(
+        int(raw["layers"]),
+        int(raw["heads"]),
+        int(raw["kv_heads"]),
+        int(raw["head_dim"]),
+        Attention(),
+        int(raw["hidden"]),
+        int(raw["vocab"]),
+        raw["tied"] == "1",
+        int(raw["intermediate"]),
+        Experts(experts, int(raw["experts_active"]), int(raw["expert_width"])) if experts else None,
+    )
+    return compute_calculator.custom_model(float(raw["params"]), arch)
+
+
+def python_serving(raw: dict) -> compute_calculator.Serving:
+    return compute_calculator.serving(
+        CATALOG, SHOP, model_of(raw), raw["weights"], raw["kv"], int(raw["gpus"]), int(raw["context"]), int(raw["batch"])
+    )
+
+
 def python_need(raw: dict) -> tuple[memory.Breakdown, tuple]:
-    """The engine's figure and configurations for a form state."""
-    if raw["model"] == "custom":
-        arch = Architecture(int(raw["layers"]), int(raw["heads"]), int(raw["kv_heads"]), int(raw["head_dim"]), Attention())
-    else:
-        arch = CATALOG.model(raw["model"]).arch
+    """The engine's figure and configurations for a fine-tuning form state."""
+    arch = model_of(raw).arch
     need = memory.memory_need(
         RULES, arch, float(raw["params"]), raw["mode"], raw["weights"], raw["kv"], int(raw["context"]), int(raw["batch"])
     )
@@ -48,26 +92,62 @@ def python_need(raw: dict) -> tuple[memory.Breakdown, tuple]:
     return need, tuple((c.gpu.id, c.count, tight) for c, tight in found)
 
 
+def python_total(raw: dict) -> float:
+    return python_serving(raw).total_bytes / 1e9 if raw["mode"] == "serve" else python_need(raw)[0].total
+
+
+def usable_kv(weights: str) -> list[str]:
+    runtime = DEPLOY.weight_formats[weights].runtime
+    return [k for k, f in DEPLOY.kv_formats.items() if f.runtime == runtime or k in compute_calculator.KV_ANY_RUNTIME]
+
+
+def gpu_choices(model: Model, weights: str) -> tuple[int, ...]:
+    if DEPLOY.weight_formats[weights].runtime == "vllm":
+        return deployment.valid_gpu_counts(model.arch, (1, 2, 3, 4, 8, 16))
+    return (1, 2, 3, 8)
+
+
+def custom_numbers(rng: random.Random) -> tuple:
+    heads = rng.choice([8, 32, 40, 64, 96])
+    experts = rng.choice([0, 0, 8, 64])
+    return (
+        round(rng.uniform(0.1, 900), 3),
+        rng.randint(1, 200),
+        heads,
+        rng.choice([1, heads]),
+        rng.choice([64, 128, 256]),
+        rng.choice([2048, 4096, 8192]),
+        rng.choice([32000, 128256, 262144]),
+        rng.choice([0, 1]),
+        rng.choice([8192, 14336]),
+        experts,
+        min(experts, rng.choice([1, 2, 8])),
+        rng.choice([768, 2880]) if experts else 0,
+    )
+
+
 def generated_cases() -> list[dict]:
-    """Every mode, precision and KV precision over presets (MoE, sliding window, MLA), custom models and extremes."""
+    """Serving over every weight format, usable KV format and GPU count on presets (MoE, sliding window, MLA) and
+    custom models; the fine-tuning modes over presets and custom models; extremes."""
     rng = random.Random(20261130)
     cases = []
-    for mode in memory.MODES:
-        for weights in RULES.precisions:
-            for kv in RULES.kv_precisions:
-                for model in (*PRESETS, "custom"):
-                    batch, context = rng.choice([1, 2, 8, 64]), rng.choice([1, 100, 4096, 8192, 32768, 131072, 1_000_000])
-                    custom = None
-                    if model == "custom":
-                        heads = rng.choice([8, 32, 40, 64, 96])
-                        custom = (
-                            round(rng.uniform(0.1, 900), 3),
-                            rng.randint(1, 200),
-                            heads,
-                            rng.choice([1, heads]),
-                            rng.choice([64, 128, 256]),
-                        )
-                    cases.append(raw_state(model, mode, weights, kv, batch, context, custom))
+    for weights in DEPLOY.weight_formats:
+        for kv in usable_kv(weights):
+            for model in (*PRESETS, "custom"):
+                batch, context = rng.choice([1, 2, 8, 64]), rng.choice([1, 100, 4096, 8192, 32768, 131072, 1_000_000])
+                custom = custom_numbers(rng) if model == "custom" else None
+                raw = raw_state(model, "serve", weights, kv, batch, context, custom)
+                counts = gpu_choices(model_of(raw), weights) or (1,)
+                raw["gpus"] = str(rng.choice(counts))
+                if not gpu_choices(model_of(raw), weights):
+                    continue
+                cases.append(raw)
+    for mode in ("full", "lora", "qlora"):
+        for weights in ("bf16", "fp8", "q4_k_m"):
+            for model in (*PRESETS, "custom"):
+                batch, context = rng.choice([1, 2, 8, 64]), rng.choice([1, 4096, 131072])
+                custom = custom_numbers(rng) if model == "custom" else None
+                cases.append(raw_state(model, mode, weights, "bf16", batch, context, custom))
     limits = RULES.calculator_limits
     top = (
         limits["max_params_b"],
@@ -75,12 +155,21 @@ def generated_cases() -> list[dict]:
         int(limits["max_heads"]),
         int(limits["max_heads"]),
         int(limits["max_head_dim"]),
+        65536,
+        1_000_000,
+        0,
+        1_000_000,
+        4096,
+        4096,
+        1_000_000,
     )
+    tiny = (0.001, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0)
     for mode in memory.MODES:
         cases.append(raw_state("custom", mode, "fp32", "bf16", int(limits["max_batch"]), int(limits["max_context"]), top))
-        cases.append(raw_state("custom", mode, "int4", "int4", 1, 1, (0.001, 1, 1, 1, 1)))
-        cases.append(raw_state("gemma-3-27b", mode, "bf16", "fp8", 3, 1024, None))
-        cases.append(raw_state("gpt-oss-20b", mode, "fp8", "bf16", 5, 129, None))
+        cases.append(raw_state("custom", mode, "q2_k", "q4_0", 1, 1, tiny))
+        cases.append(raw_state("gemma-3-27b", mode, "bf16", "fp8", 3, 1024, None, 2))
+        cases.append(raw_state("gpt-oss-20b", mode, "mxfp4", "bf16", 5, 129, None, 4))
+        cases.append(raw_state("deepseek-v3", mode, "fp8", "fp8", 2, 163840, None, 8))
     return cases
 
 
@@ -97,14 +186,17 @@ def calculator(page: Page, site_url: str) -> Page:
     return page
 
 
-def test_at_least_300_generated_cases_cover_every_mode_and_precision():
+def test_at_least_300_generated_cases_cover_every_mode_format_and_gpu_count():
     assert len(CASES) >= 300
     assert {c["mode"] for c in CASES} == set(memory.MODES)
-    assert {c["weights"] for c in CASES} == set(RULES.precisions)
-    assert {c["kv"] for c in CASES} == set(RULES.kv_precisions)
-    kinds = {CATALOG.model(c["model"]).arch.attention.kind for c in CASES if c["model"] != "custom"}
+    serving = [c for c in CASES if c["mode"] == "serve"]
+    assert {c["weights"] for c in serving} == set(DEPLOY.weight_formats)
+    assert {c["kv"] for c in serving} == set(DEPLOY.kv_formats)
+    assert {c["gpus"] for c in serving} >= {"1", "2", "3", "4", "8"}
+    kinds = {CATALOG.model(c["model"]).arch.attention.kind for c in serving if c["model"] != "custom"}
     assert kinds == {"full", "sliding", "mla"}
-    assert any(CATALOG.model(c["model"]).is_moe for c in CASES if c["model"] != "custom")
+    assert any(CATALOG.model(c["model"]).is_moe for c in serving if c["model"] != "custom")
+    assert any(c["experts"] != "0" for c in serving if c["model"] == "custom")
 
 
 def test_python_and_javascript_give_the_same_numbers(calculator: Page):
@@ -115,6 +207,7 @@ def test_python_and_javascript_give_the_same_numbers(calculator: Page):
             return cases.map(raw => {
                 const checked = c.validate(data, raw);
                 if (checked.errors) return {errors: checked.errors};
+                if (raw.mode === "serve") return {serve: c.serve(data, checked.state)};
                 const need = c.compute(data, checked.state);
                 return {need, choices: c.choices(data, checked.state, need.total).map(o => [o.gpu, o.count, o.tight])};
             });
@@ -124,10 +217,111 @@ def test_python_and_javascript_give_the_same_numbers(calculator: Page):
     assert len(results) == len(CASES)
     for raw, result in zip(CASES, results, strict=True):
         assert "errors" not in result, (raw, result)
+        if raw["mode"] == "serve":
+            expected = python_serving(raw)
+            got, need = result["serve"], expected.need
+            pairs = [
+                ("weights", need.weights_bytes),
+                ("weightsPerGpu", need.weights_bytes_per_gpu),
+                ("kvPerToken", need.kv_bytes_per_token_per_gpu),
+                ("kv", need.kv_cache_bytes_per_gpu),
+                ("runtime", need.runtime_bytes_per_gpu),
+                ("perGpu", need.total_bytes_per_gpu),
+                ("total", expected.total_bytes / 1e9),
+            ]
+            for name, value in pairs:
+                assert got[name] == pytest.approx(value, rel=1e-9, abs=0), (raw, name)
+            assert tuple(got["validCounts"]) == expected.valid_counts, raw
+            assert got["runtimeName"] == expected.runtime
+            fits = [(f["gpu"], f["count"], f["price"], f["comfortable"]) for f in got["fits"]]
+            want = [(f.configuration.gpu.id, f.configuration.count, f.configuration.price_per_hour, f.comfortable) for f in expected.fits]
+            assert fits == want, raw
+            for js, py in zip(got["fits"], expected.fits, strict=True):
+                assert js["need"] == pytest.approx(py.need.total_bytes_per_gpu, rel=1e-9, abs=0), raw
+                assert js["budget"] == pytest.approx(py.budget_bytes, rel=1e-9, abs=0), raw
+            continue
         need, found = python_need(raw)
         for part in ("weights", "kv_cache", "gradients", "optimizer", "overhead", "total"):
             assert result["need"][part] == pytest.approx(getattr(need, part), rel=1e-9, abs=0), (raw, part)
         assert tuple(tuple(c) for c in result["choices"]) == found, raw
+
+
+def test_some_serving_cases_fit_both_ways():
+    """The generated cases reach both tags and none: the comparison above is not vacuous."""
+    tags = {f.comfortable for raw in CASES if raw["mode"] == "serve" for f in python_serving(raw).fits}
+    assert tags == {True, False}
+    assert any(not python_serving(raw).fits for raw in CASES if raw["mode"] == "serve")
+
+
+CONFIGS = sorted((REPO / "tests/fixtures/hf_configs").glob("*.json"))
+
+
+def test_pasted_configs_count_like_python(calculator: Page):
+    configs = [json.loads(path.read_text()) for path in CONFIGS]
+    results = calculator.evaluate(
+        """configs => {
+            const data = JSON.parse(document.getElementById("calculator-data").textContent);
+            return configs.map(config => window.gpumemCalculator.countConfig(data, config));
+        }""",
+        configs,
+    )
+    assert len(CONFIGS) >= 12
+    for path, config, got in zip(CONFIGS, configs, results, strict=True):
+        counted = count(config)
+        assert "error" not in got, (path.name, got)
+        assert got["params"] == counted.params and got["vision"] == counted.vision, path.name
+        assert got["active"] == counted.active, path.name
+        assert got["release"] == counted.release and got["context"] == counted.context, path.name
+        arch = counted.arch
+        a = got["arch"]
+        assert (a["layers"], a["heads"], a["kvHeads"], a["headDim"], a["hidden"], a["vocab"], a["tied"], a["intermediate"]) == (
+            arch.layers,
+            arch.heads,
+            arch.kv_heads,
+            arch.head_dim,
+            arch.hidden,
+            arch.vocab,
+            arch.tied_embeddings,
+            arch.intermediate,
+        ), path.name
+        att = arch.attention
+        assert a["attention"] == {
+            "kind": att.kind,
+            "window": att.window,
+            "slidingLayers": att.sliding_layers,
+            "latent": att.kv_lora_rank + att.qk_rope_head_dim,
+        }, path.name
+        assert a["experts"] == compute_calculator.experts_data(arch.experts), path.name
+
+
+def test_pasting_a_config_fills_the_fields_and_gives_the_python_result(calculator: Page):
+    path = REPO / "tests/fixtures/hf_configs/gemma-3-27b.json"
+    calculator.locator('[name="config"]').fill(path.read_text())
+    expect(calculator.locator('[name="model"]')).to_have_value("custom")
+    counted = count(json.loads(path.read_text()))
+    expect(calculator.locator('[name="layers"]')).to_have_value(str(counted.arch.layers))
+    expect(calculator.locator('[name="vocab"]')).to_have_value(str(counted.arch.vocab))
+    model = compute_calculator.custom_model(counted.params / 1e9 + counted.vision / 1e9, counted.arch, counted.vision / 1e9)
+    expected = compute_calculator.serving(CATALOG, SHOP, model, counted.release, "bf16", 1, 8192, 1)
+    assert total(calculator) == pytest.approx(expected.total_bytes / 1e9, rel=1e-12)
+    expect(calculator.locator("#calc-config-error")).to_have_text("")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"model_type": "bert", "hidden_size": 768}', "model_type: 'bert' is not an architecture gpumem counts (expected one of llama,"),
+        ('{"model_type": "llama", "hidden_size": 4096}', "num_hidden_layers: expected a positive integer, got nothing."),
+        ('{"model_type": "llama", "hidden_size": 4096,', "This is not valid JSON."),
+        ("[1, 2]", "Expected a JSON object (a config.json)."),
+    ],
+)
+def test_a_config_gpumem_cannot_count_is_a_clear_message(calculator: Page, text: str, message: str):
+    before = total(calculator)
+    calculator.locator('[name="config"]').fill(text)
+    expect(calculator.locator("#calc-config-error")).to_contain_text(message)
+    expect(calculator.locator('[name="model"]')).to_have_value(RULES.calculator_defaults["model"])
+    assert total(calculator) == before
 
 
 def fill(page: Page, name: str, value: str) -> None:
@@ -138,12 +332,14 @@ def total(page: Page) -> float:
     return float(page.locator('[data-result="total-gb"]').get_attribute("data-value"))
 
 
-def test_preset_fills_the_architecture_and_editing_switches_to_custom(calculator: Page):
+def test_preset_fills_the_architecture_and_opens_on_its_release_format(calculator: Page):
     calculator.select_option('[name="model"]', "deepseek-v3")
     expect(calculator.locator('[name="params"]')).to_have_value("671.0264192")
     expect(calculator.locator('[name="heads"]')).to_have_value("128")
-    need, _ = python_need(raw_state("deepseek-v3", "serve", "bf16", "bf16", 1, 8192))
-    assert total(calculator) == pytest.approx(need.total, rel=1e-12)
+    expect(calculator.locator('[name="experts"]')).to_have_value("256")
+    expect(calculator.locator('[name="weights"]')).to_have_value(CATALOG.model("deepseek-v3").release)
+    raw = raw_state("deepseek-v3", "serve", CATALOG.model("deepseek-v3").release, "bf16", 1, 8192)
+    assert total(calculator) == pytest.approx(python_total(raw), rel=1e-12)
     fill(calculator, "layers", "60")
     expect(calculator.locator('[name="model"]')).to_have_value("custom")
 
@@ -152,8 +348,22 @@ def test_preset_fills_the_architecture_and_editing_switches_to_custom(calculator
 def test_each_mode(calculator: Page, mode: str):
     calculator.select_option('[name="model"]', "llama-3.1-70b")
     calculator.select_option('[name="mode"]', mode)
-    need, found = python_need(raw_state("llama-3.1-70b", mode, "bf16", "bf16", 1, 8192))
-    assert total(calculator) == pytest.approx(need.total, rel=1e-12)
+    raw = raw_state("llama-3.1-70b", mode, "bf16", "bf16", 1, 8192)
+    assert total(calculator) == pytest.approx(python_total(raw), rel=1e-12)
+    if mode == "serve":
+        serving = python_serving(raw)
+        expect(calculator.locator("#calc-parts li")).to_have_count(3)
+        expect(calculator.locator("#calc-summary")).to_be_visible()
+        expect(calculator.locator("#calc-options li")).to_have_count(max(1, len(serving.fits)))
+        first = serving.fits[0]
+        tag = "comfortable" if first.comfortable else "tight"
+        item = calculator.locator("#calc-options li").first
+        expect(item).to_contain_text(f"{first.configuration.count} × {first.configuration.gpu.name}")
+        expect(item.locator(f"span.{tag}")).to_have_text(tag)
+        expect(item.locator(".calc-rule")).to_contain_text(f"{RULES.comfortable_requests} more")
+        return
+    need, found = python_need(raw)
+    expect(calculator.locator("#calc-summary")).to_be_hidden()
     expect(calculator.locator("#calc-parts li")).to_have_count(
         sum(1 for p in ("weights", "kv_cache", "gradients", "optimizer", "overhead") if getattr(need, p))
     )
@@ -162,22 +372,77 @@ def test_each_mode(calculator: Page, mode: str):
     expect(calculator.locator("#calc-options li").first).to_contain_text(f"{found[0][1]} × {first.name}")
 
 
+def result_value(page: Page, name: str) -> float:
+    return float(page.locator(f'[data-result="{name}"]').get_attribute("data-value"))
+
+
+def test_serving_results_carry_every_part(calculator: Page, site_url: str):
+    calculator.goto(f"{site_url}/en/calculator/?model=llama-3.1-70b&weights=awq&kv=fp8&gpus=4&batch=6&context=32768")
+    raw = raw_state("llama-3.1-70b", "serve", "awq", "fp8", 6, 32768, None, 4)
+    need = python_serving(raw).need
+    expect(calculator.locator('[name="gpus"]')).to_have_value("4")
+    assert result_value(calculator, "weights-gb") == pytest.approx(need.weights_bytes / 1e9, rel=1e-12)
+    assert result_value(calculator, "kv-gb") == pytest.approx(need.kv_cache_bytes_per_gpu / 1e9, rel=1e-12)
+    assert result_value(calculator, "runtime-gb") == pytest.approx(need.runtime_bytes_per_gpu / 1e9, rel=1e-12)
+    assert result_value(calculator, "per-gpu-gb") == pytest.approx(need.total_bytes_per_gpu / 1e9, rel=1e-12)
+    assert total(calculator) == pytest.approx(need.total_bytes_per_gpu * 4 / 1e9, rel=1e-12)
+
+
 def test_url_round_trip(calculator: Page, site_url: str):
-    query = "model=custom&params=13&layers=40&heads=40&kv_heads=40&head_dim=128&mode=serve&weights=fp8&kv=fp8&batch=3&context=4096"
+    numbers = "params=13&layers=40&heads=40&kv_heads=40&head_dim=128&hidden=5120&vocab=32000&tied=0&intermediate=13824"
+    query = f"model=custom&{numbers}&mode=serve&weights=fp8&kv=fp8&gpus=2&batch=3&context=4096"
+    custom = (13, 40, 40, 40, 128, 5120, 32000, 0, 13824, 0, 0, 0)
     calculator.goto(f"{site_url}/en/calculator/?{query}")
     expect(calculator.locator('[name="batch"]')).to_have_value("3")
-    need, _ = python_need(raw_state("custom", "serve", "fp8", "fp8", 3, 4096, (13, 40, 40, 40, 128)))
-    assert total(calculator) == pytest.approx(need.total, rel=1e-12)
+    assert total(calculator) == pytest.approx(python_total(raw_state("custom", "serve", "fp8", "fp8", 3, 4096, custom, 2)), rel=1e-12)
     fill(calculator, "context", "8192")
     expect(calculator).to_have_url(re.compile(r"context=8192"))
+    calculator.select_option('[name="weights"]', "q4_k_m")
+    calculator.select_option('[name="kv"]', "q8_0")
+    fill(calculator, "gpus", "5")
     state = parse_qs(urlparse(calculator.url).query)
-    assert state["context"] == ["8192"] and state["weights"] == ["fp8"] and state["model"] == ["custom"]
+    assert state["context"] == ["8192"] and state["weights"] == ["q4_k_m"] and state["model"] == ["custom"]
+    assert state["kv"] == ["q8_0"] and state["gpus"] == ["5"]
     link = calculator.locator("#calc-link").input_value()
     assert link == calculator.url
     calculator.goto(link)
     expect(calculator.locator('[name="context"]')).to_have_value("8192")
-    need, _ = python_need(raw_state("custom", "serve", "fp8", "fp8", 3, 8192, (13, 40, 40, 40, 128)))
-    assert total(calculator) == pytest.approx(need.total, rel=1e-12)
+    expect(calculator.locator('[name="gpus"]')).to_have_value("5")
+    expect(calculator.locator('[name="kv"]')).to_have_value("q8_0")
+    assert total(calculator) == pytest.approx(python_total(raw_state("custom", "serve", "q4_k_m", "q8_0", 3, 8192, custom, 5)), rel=1e-12)
+
+
+def test_old_links_with_int4_open_on_the_release_format(calculator: Page, site_url: str):
+    calculator.goto(f"{site_url}/en/calculator/?model=gpt-oss-120b&mode=serve&weights=int4&kv=int4&batch=2&context=4096")
+    release = CATALOG.model("gpt-oss-120b").release
+    expect(calculator.locator('[name="weights"]')).to_have_value(release)
+    expect(calculator.locator('[name="kv"]')).to_have_value(RULES.calculator_defaults["kv"])
+    expect(calculator.locator("#calc-weights-error")).to_have_text("")
+    raw = raw_state("gpt-oss-120b", "serve", release, RULES.calculator_defaults["kv"], 2, 4096)
+    assert total(calculator) == pytest.approx(python_total(raw), rel=1e-12)
+
+
+def test_a_gpu_count_vllm_rejects_lists_the_valid_counts(calculator: Page):
+    calculator.select_option('[name="model"]', "llama-3.1-70b")
+    fill(calculator, "gpus", "3")
+    expect(calculator.locator("#calc-gpus-error")).to_have_text(
+        "vLLM cannot split 64 attention heads and 8 KV heads over 3 GPUs; it accepts 1, 2, 4, 8."
+    )
+    expect(calculator.locator('[data-result="total-gb"]')).to_have_text("Fix the marked fields to see the result.")
+    calculator.select_option('[name="weights"]', "q4_k_m")  # llama.cpp splits layers: any count
+    expect(calculator.locator("#calc-gpus-error")).to_have_text("")
+    raw = raw_state("llama-3.1-70b", "serve", "q4_k_m", "bf16", 1, 8192, None, 3)
+    assert total(calculator) == pytest.approx(python_total(raw), rel=1e-12)
+    expect(calculator.locator("#calc-counts")).to_have_text("llama.cpp splits the model by layers: it runs on any number of GPUs.")
+
+
+def test_a_llamacpp_cache_with_vllm_weights_is_a_clear_message(calculator: Page):
+    calculator.select_option('[name="kv"]', "q8_0")
+    expect(calculator.locator("#calc-kv-error")).to_have_text(
+        "GGUF Q8_0 is a llama.cpp cache format; BF16 weights run on vLLM (use FP32, BF16, FP8)."
+    )
+    calculator.select_option('[name="weights"]', "q8_0")
+    expect(calculator.locator("#calc-kv-error")).to_have_text("")
 
 
 @pytest.mark.parametrize(
@@ -193,6 +458,9 @@ def test_url_round_trip(calculator: Page, site_url: str):
         ("context", "4096.5", "Enter a whole number."),
         ("kv_heads", "7", "KV heads must divide the 64 attention heads."),
         ("params", "1e400", "This number is too large."),
+        ("gpus", "0", "Enter a number above zero."),
+        ("hidden", "", "Enter a value."),
+        ("vocab", "2.5", "Enter a whole number."),
     ],
 )
 def test_bad_input_shows_a_message_next_to_the_field(calculator: Page, field: str, value: str, message: str):
@@ -236,15 +504,15 @@ def test_keyboard_alone_drives_the_calculator(calculator: Page):
     last = CATALOG.models[-1]
     expect(calculator.locator('[name="model"]')).to_have_value(last.id)
     order = []
-    for _ in range(11):
+    expected = [*ARCH_FIELDS, "config", "mode", "weights", "kv", "gpus", "batch", "context", "calc-link"]
+    for _ in expected:
         calculator.keyboard.press("Tab")
         order.append(calculator.evaluate("document.activeElement.name || document.activeElement.id"))
-    assert order == ["params", "layers", "heads", "kv_heads", "head_dim", "mode", "weights", "kv", "batch", "context", "calc-link"]
+    assert order == expected
     calculator.locator('[name="batch"]').focus()
     calculator.keyboard.press("Control+a")
     calculator.keyboard.type("6")
-    need, _ = python_need(raw_state(last.id, "serve", "bf16", "bf16", 6, 8192))
-    assert total(calculator) == pytest.approx(need.total, rel=1e-12)
+    assert total(calculator) == pytest.approx(python_total(raw_state(last.id, "serve", last.release, "bf16", 6, 8192)), rel=1e-12)
     calculator.locator('[name="mode"]').focus()
     calculator.keyboard.press("ArrowDown")
     expect(calculator.locator('[name="mode"]')).to_have_value("full")
@@ -259,11 +527,13 @@ def test_random_typing_never_shows_nan_infinity_or_undefined(calculator: Page):
     choices = {
         "model": ["custom", *(m.id for m in CATALOG.models)],
         "mode": list(memory.MODES),
-        "weights": list(RULES.precisions),
-        "kv": list(RULES.kv_precisions),
+        "weights": list(DEPLOY.weight_formats),
+        "kv": list(DEPLOY.kv_formats),
+        "tied": ["0", "1"],
     }
-    for _ in range(200):
-        field = rng.choice(["params", "layers", "heads", "kv_heads", "head_dim", "batch", "context", *choices])
+    typed = [f for f in ARCH_FIELDS if f != "tied"] + ["gpus", "batch", "context"]
+    for _ in range(250):
+        field = rng.choice([*typed, *choices])
         if field in choices:
             value = rng.choice(choices[field])
             calculator.select_option(f'[name="{field}"]', value)
@@ -318,15 +588,15 @@ def test_the_page_carries_the_build_json(built_site):
 def test_the_page_opens_with_the_same_result_the_script_computes(page: Page, site_url: str, lang: str):
     """The build writes the opening state's result, so nothing moves when the script takes over."""
     page.goto(site_url + URLS[lang])
-    parts = ["#calc-parts", "#calc-options", "#calc-counts", "#calc-note", ".calc-total"]
+    parts = ["#calc-parts", "#calc-options", "#calc-counts", "#calc-note", ".calc-total", "#calc-summary"]
     served = [page.locator(selector).inner_html() for selector in parts]
     served_bar = page.locator("#calc-bar").evaluate("bar => [...bar.children].map(s => s.className + ' ' + s.style.width)")
     page.locator('[name="batch"]').dispatch_event("input")
     assert [page.locator(selector).inner_html() for selector in parts] == served
     assert page.locator("#calc-bar").evaluate("bar => [...bar.children].map(s => s.className + ' ' + s.style.width)") == served_bar
     default = RULES.calculator_defaults
-    need, found = python_need(
-        raw_state(default["model"], default["mode"], default["weights"], default["kv"], default["batch"], default["context"])
-    )
-    assert total(page) == need.total
-    assert page.locator("#calc-options li").count() == len(found)
+    raw = raw_state(default["model"], default["mode"], default["weights"], default["kv"], default["batch"], default["context"])
+    assert total(page) == python_total(raw)
+    assert page.locator("#calc-options li").count() == max(1, len(python_serving(raw).fits))
+    for name in ("weights-gb", "kv-gb", "runtime-gb", "per-gpu-gb", "total-gb"):
+        assert page.locator(f'[data-result="{name}"]').get_attribute("data-value")

@@ -1,28 +1,19 @@
-// GPU-memory calculator: the same arithmetic as generator/memory.py and the sizing rule of
-// generator/sizing.py, reading every constant from the build's JSON (no constant lives here).
+// GPU-memory calculator: serving as generator/deployment.py and sizing.deployment_fits compute it,
+// fine-tuning as generator/memory.py, a pasted config.json counted as generator/hf_config.py counts it;
+// every constant comes from the build's JSON (no constant lives here).
 (function () {
   "use strict";
 
-  var FIELDS = ["model", "params", "layers", "heads", "kv_heads", "head_dim", "mode", "weights", "kv", "batch", "context"];
-  var ARCH = ["params", "layers", "heads", "kv_heads", "head_dim"];
+  var FIELDS = ["model", "params", "layers", "heads", "kv_heads", "head_dim", "hidden", "vocab", "tied", "intermediate",
+    "experts", "experts_active", "expert_width", "mode", "weights", "kv", "gpus", "batch", "context"];
+  var ARCH = ["params", "layers", "heads", "kv_heads", "head_dim", "hidden", "vocab", "tied", "intermediate",
+    "experts", "experts_active", "expert_width"];
+  var SERVE_ONLY = ["hidden", "vocab", "intermediate", "gpus"];
 
-  function kvCacheBytes(arch, kvBytes, tokens, sequences) {
-    var a = arch.attention;
-    var perLayer = a.kind === "mla" ? a.latent : 2 * arch.kvHeads * arch.headDim;
-    var layerTokens = a.kind === "sliding"
-      ? (arch.layers - a.slidingLayers) * tokens + a.slidingLayers * Math.min(tokens, a.window)
-      : arch.layers * tokens;
-    return perLayer * kvBytes * layerTokens * sequences;
-  }
-
-  // Mirrors memory.memory_need: parts in GB, in the same order and with the same operations.
+  // Mirrors memory.memory_need for the fine-tuning modes: parts in GB, with the same operations.
   function compute(data, s) {
     var parts = { weights: 0, kv_cache: 0, gradients: 0, optimizer: 0, overhead: 0 };
-    if (s.mode === "serve") {
-      parts.weights = s.params * data.precisions[s.weights];
-      parts.kv_cache = kvCacheBytes(s.arch, data.kvPrecisions[s.kv], s.context, s.batch) / 1e9;
-      parts.overhead = (parts.weights + parts.kv_cache) * data.runtimeOverhead;
-    } else if (s.mode === "full") {
+    if (s.mode === "full") {
       parts.weights = s.params * data.fullParts.weights;
       parts.gradients = s.params * data.fullParts.gradients;
       parts.optimizer = s.params * data.fullParts.optimizer;
@@ -37,23 +28,273 @@
     return parts;
   }
 
-  // Mirrors compute.calculator_choices: configurations that hold the need, smallest first.
+  // Mirrors compute_calculator.calculator_choices for the fine-tuning modes: configurations that hold the need, smallest first.
   function choices(data, s, need) {
-    var extra = 0;
-    if (s.mode === "serve") {
-      extra = kvCacheBytes(s.arch, data.kvPrecisions[s.kv], s.context, data.comfortableRequests) / 1e9 * (1 + data.runtimeOverhead);
-    }
     return data.configurations.filter(function (c) {
-      return c.memory * c.count >= need && (s.mode !== "serve" || s.arch.heads % c.count === 0);
+      return c.memory * c.count >= need;
     }).map(function (c) {
       var memory = c.memory * c.count;
       return { gpu: c.gpu, name: c.name, count: c.count, memory: memory, price: c.price,
-        tight: memory - need < Math.max(data.minFreeFraction * memory, extra) };
+        tight: memory - need < Math.max(data.minFreeFraction * memory, 0) };
     });
   }
 
   function validCounts(data, heads) {
     return data.gpuCounts.filter(function (n) { return heads % n === 0; });
+  }
+
+  // ---- Serving: generator/deployment.py, operation for operation ----
+
+  function byName(list, name) {
+    for (var i = 0; i < list.length; i++) if (list[i].name === name) return list[i];
+    return null;
+  }
+
+  function embeddingParams(arch) {
+    return arch.vocab * arch.hidden * (arch.tied ? 1 : 2);
+  }
+
+  function expertParams(data, arch, padTo) {
+    var experts = arch.experts;
+    if (!experts) return 0;
+    var width = experts.intermediate;
+    if (padTo) width = Math.ceil(width / padTo) * padTo;
+    var moeLayers = arch.layers - experts.denseLayers;
+    return moeLayers * experts.count * data.counting.gatedMatrices * arch.hidden * width;
+  }
+
+  function weightsBytes(data, s, fmt) {
+    var dep = data.deployment, params = s.params * 1e9;
+    if (fmt.scope === "all") return params * fmt.bits / dep.bitsPerByte;
+    if (fmt.scope === "experts") {
+      var quantized = expertParams(data, s.arch, fmt.padTo);
+      var rest = params - expertParams(data, s.arch, 0);
+      return quantized * fmt.bits / dep.bitsPerByte + rest * dep.sixteenBitBytes;
+    }
+    var kept = embeddingParams(s.arch) + s.vision * 1e9;
+    return (params - kept) * fmt.bits / dep.bitsPerByte + kept * dep.sixteenBitBytes;
+  }
+
+  function validTensorParallel(arch, gpus) {
+    return arch.heads % gpus === 0 && (arch.kvHeads % gpus === 0 || gpus % arch.kvHeads === 0);
+  }
+
+  function kvElements(arch, gpus) {
+    if (arch.attention.kind === "mla") return arch.attention.latent;
+    return 2 * Math.max(1, arch.kvHeads / gpus) * arch.headDim;
+  }
+
+  function layerSlots(data, arch, runtime) {
+    var a = arch.attention;
+    if (a.kind !== "sliding") return [arch.layers, 0];
+    var sliding = a.slidingLayers, full = arch.layers - sliding;
+    if (runtime !== "vllm" || !full) return [full, sliding];
+    var small = Math.min(full, sliding), large = Math.max(full, sliding);
+    var group = large < data.deployment.hybridGroupRatio * small ? large : small;
+    return [Math.ceil(full / group) * group, Math.ceil(sliding / group) * group];
+  }
+
+  function runtimeBytes(data, arch, fmt, gpus, batch) {
+    var dep = data.deployment;
+    var nonTorch = dep.nonTorchBytes + (gpus > 1 ? dep.parallelBytes : 0);
+    if (fmt.runtime === "llama.cpp") return nonTorch + dep.logitBytes * dep.llamacppBatch * arch.vocab;
+    var activation = dep.activationBytes + dep.samplerBytes * batch.sequences * arch.vocab;
+    return nonTorch + activation;
+  }
+
+  function batchDefaults(data, cardBytes, gpuId) {
+    var dep = data.deployment;
+    var large = cardBytes >= dep.largeCardBytes && dep.largeCardExceptions.indexOf(gpuId) < 0;
+    return large ? dep.largeBatch : dep.smallBatch;
+  }
+
+  // Mirrors deployment.deployment: bytes, the whole model's weights and every per-GPU part.
+  function deploymentNeed(data, s, fmt, kv, gpus, tokens, sequences, batch) {
+    var weights = weightsBytes(data, s, fmt), arch = s.arch;
+    var slots = layerSlots(data, arch, fmt.runtime), elements = kvElements(arch, gpus);
+    var layerTokens = slots[0] * tokens + slots[1] * Math.min(tokens, arch.attention.window);
+    var need = { gpus: gpus, weights: weights, weightsPerGpu: weights / gpus,
+      kvPerToken: elements * kv.bytes * (slots[0] + slots[1]),
+      kv: elements * kv.bytes * layerTokens * sequences,
+      runtime: runtimeBytes(data, arch, fmt, gpus, batch) };
+    need.perGpu = need.weightsPerGpu + need.runtime + need.kv;
+    return need;
+  }
+
+  // Mirrors sizing.deployment_fits: single machines that hold it, cheapest first, comfortable or tight.
+  function deploymentFits(data, s, fmt, kv) {
+    var dep = data.deployment, found = [];
+    data.configurations.forEach(function (c) {
+      if (fmt.runtime === "vllm" && !validTensorParallel(s.arch, c.count)) return;
+      var card = c.runtimeBytes, batch = batchDefaults(data, card, c.gpu);
+      var need = deploymentNeed(data, s, fmt, kv, c.count, s.context, s.batch, batch);
+      var budget = dep.utilization * card;
+      if (need.perGpu >= budget) return;
+      var roomy = deploymentNeed(data, s, fmt, kv, c.count, s.context, s.batch + data.comfortableRequests, batch);
+      found.push({ gpu: c.gpu, name: c.name, count: c.count, memory: c.memory * c.count, price: c.price,
+        need: need.perGpu, budget: budget, comfortable: roomy.perGpu < budget });
+    });
+    return found.sort(function (x, y) {
+      return x.price - y.price || x.count - y.count || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0);
+    });
+  }
+
+  // Serving mode's result: the need on the chosen GPUs (vLLM's large-card batch, as gpumem estimate) and the fits.
+  function serve(data, s) {
+    var fmt = byName(data.weightFormats, s.weights), kv = byName(data.kvFormats, s.kv);
+    var need = deploymentNeed(data, s, fmt, kv, s.gpus, s.context, s.batch, data.deployment.largeBatch);
+    need.total = need.perGpu * s.gpus / 1e9;
+    need.runtimeName = fmt.runtime;
+    need.validCounts = fmt.runtime === "vllm"
+      ? data.gpuCounts.filter(function (n) { return validTensorParallel(s.arch, n); }) : data.gpuCounts;
+    need.fits = deploymentFits(data, s, fmt, kv);
+    return need;
+  }
+
+  // ---- A pasted config.json: generator/hf_config.count, operation for operation ----
+
+  function isDict(value) { return value !== null && typeof value === "object" && !Array.isArray(value); }
+  function has(object, name) { return Object.prototype.hasOwnProperty.call(object, name); }
+  function truthy(value) { return Array.isArray(value) ? value.length > 0 : isDict(value) ? Object.keys(value).length > 0 : !!value; }
+  function get(object, name, fallback) { return has(object, name) ? object[name] : fallback; }
+  function shown(value) {
+    if (value === undefined || value === null) return "nothing";
+    return typeof value === "string" ? "'" + value + "'" : JSON.stringify(value);
+  }
+
+  function ConfigError(key, values) { this.key = key; this.values = values; }
+
+  function whole(config, name, fallback) {
+    var value = get(config, name, fallback === undefined ? null : fallback);
+    if (typeof value !== "number" || !Number.isInteger(value) || value <= 0) {
+      throw new ConfigError("integer", { field: name, value: shown(value) });
+    }
+    return value;
+  }
+
+  function countConfig(data, config) {
+    try {
+      return countChecked(data.counting, config);
+    } catch (error) {
+      if (error instanceof ConfigError) return { error: [error.key, error.values] };
+      throw error;
+    }
+  }
+
+  function countChecked(k, config) {
+    if (!isDict(config)) throw new ConfigError("object", {});
+    var kind = get(config, "model_type", null);
+    if (k.architectures.indexOf(kind) < 0) {
+      throw new ConfigError("modelType", { value: kind === null ? "None" : shown(kind), list: k.architectures.join(", ") });
+    }
+    if (isDict(config.text_config)) {
+      var merged = {};
+      Object.keys(config.text_config).forEach(function (key) { merged[key] = config.text_config[key]; });
+      ["model_type", "quantization_config", "vision_config"].forEach(function (key) { merged[key] = get(config, key, null); });
+      config = merged;
+    }
+    var hidden = whole(config, "hidden_size"), layers = whole(config, "num_hidden_layers"), vocab = whole(config, "vocab_size");
+    var heads = whole(config, "num_attention_heads");
+    var kvHeads = whole(config, "num_key_value_heads", heads);
+    if (heads % kvHeads) throw new ConfigError("kvDivide", { kv_heads: kvHeads, heads: heads });
+    var tied = truthy(get(config, "tie_word_embeddings", k.fourNormKinds.indexOf(kind) >= 0));
+    var attentionParams, attention, headDim;
+    if (kind.indexOf("deepseek") === 0) {
+      var mla = countMla(config, hidden, heads);
+      attentionParams = mla[0]; attention = mla[1]; headDim = mla[2];
+    } else {
+      headDim = whole(config, "head_dim", Math.floor(hidden / heads));
+      attentionParams = hidden * heads * headDim * 2 + hidden * kvHeads * headDim * 2;
+      if (k.qkvBias.indexOf(kind) >= 0) attentionParams += heads * headDim + 2 * kvHeads * headDim;
+      if (kind === "gpt_oss") attentionParams += heads * headDim + 2 * kvHeads * headDim + hidden + heads;
+      if (k.qkNorm.indexOf(kind) >= 0) attentionParams += 2 * headDim;
+      attention = countWindow(k, config, kind, layers);
+    }
+    var norms = (k.fourNormKinds.indexOf(kind) >= 0 ? k.fourNorms : 2) * hidden;
+    var mlp = countMlp(k, config, kind, hidden, layers);
+    var embeddings = vocab * hidden * (tied ? 1 : 2);
+    var params = embeddings + layers * (attentionParams + norms) + mlp[0] + hidden;
+    var active = mlp[2] ? embeddings + layers * (attentionParams + norms) + mlp[1] + hidden : null;
+    var arch = { layers: layers, heads: heads, kvHeads: kvHeads, headDim: headDim, attention: attention, hidden: hidden,
+      vocab: vocab, tied: tied, intermediate: mlp[3], experts: mlp[2] };
+    var context = whole(config, "max_position_embeddings", k.defaultContext);
+    return { params: params, active: active, arch: arch, context: context, release: countRelease(k, config),
+      vision: countVision(k, get(config, "vision_config", null), hidden) };
+  }
+
+  function countVision(k, vision, textHidden) {
+    if (!isDict(vision)) return 0;
+    var width = whole(vision, "hidden_size"), mlp = whole(vision, "intermediate_size"), depth = whole(vision, "num_hidden_layers");
+    var patch = whole(vision, "patch_size"), image = whole(vision, "image_size");
+    var side = Math.floor(image / patch);
+    var patches = k.channels * patch * patch * width + width + side * side * width;
+    var layer = k.attentionMatrices * (width * width + width) + 2 * width * mlp + mlp + width + k.attentionMatrices * width;
+    var projector = width * textHidden + width;
+    return patches + depth * layer + 2 * width + projector;
+  }
+
+  function countMla(config, hidden, heads) {
+    var kvRank = whole(config, "kv_lora_rank");
+    var rope = whole(config, "qk_rope_head_dim"), nope = whole(config, "qk_nope_head_dim"), value = whole(config, "v_head_dim");
+    var queries;
+    if (get(config, "q_lora_rank", null) === null) {
+      queries = hidden * heads * (nope + rope);
+    } else {
+      var qRank = whole(config, "q_lora_rank");
+      queries = hidden * qRank + qRank + qRank * heads * (nope + rope);
+    }
+    var params = queries + hidden * (kvRank + rope) + kvRank + kvRank * heads * (nope + value) + heads * value * hidden;
+    return [params, { kind: "mla", window: 0, slidingLayers: 0, latent: kvRank + rope }, nope + rope];
+  }
+
+  function countWindow(k, config, kind, layers) {
+    var full = { kind: "full", window: 0, slidingLayers: 0, latent: 0 };
+    var window = get(config, "sliding_window", null), types = get(config, "layer_types", null), sliding;
+    if (Array.isArray(types) && truthy(window)) {
+      sliding = types.filter(function (item) { return item === "sliding_attention"; }).length;
+    } else if ((kind === "gemma2" || kind === "gpt_oss") && truthy(window)) {
+      sliding = Math.floor(layers / 2) + (kind === "gpt_oss" ? layers % 2 : 0);
+    } else if (kind === "gemma3" && truthy(window)) {
+      var pattern = whole(config, "sliding_window_pattern", k.gemma3Pattern);
+      sliding = layers - Math.floor(layers / pattern);
+    } else {
+      return full;
+    }
+    return sliding ? { kind: "sliding", window: whole(config, "sliding_window"), slidingLayers: sliding, latent: 0 } : full;
+  }
+
+  // [all layers' MLP parameters, those one token uses, the experts block, the dense width]
+  function countMlp(k, config, kind, hidden, layers) {
+    var m = k.gatedMatrices, dense;
+    if (kind === "mixtral" || kind === "qwen3_moe" || kind === "gpt_oss") {
+      var count = whole(config, kind === "qwen3_moe" ? "num_experts" : "num_local_experts");
+      var active = whole(config, "num_experts_per_tok", kind === "mixtral" ? k.mixtralActive : undefined);
+      var width = whole(config, kind === "qwen3_moe" ? "moe_intermediate_size" : "intermediate_size");
+      var expert = m * hidden * width + (kind === "gpt_oss" ? 2 * width + hidden : 0);
+      var router = hidden * count + (kind === "gpt_oss" ? count : 0);
+      dense = whole(config, "intermediate_size", width);
+      return [layers * (count * expert + router), layers * (active * expert + router),
+        { count: count, active: active, intermediate: width, shared: 0, denseLayers: 0 }, dense];
+    }
+    dense = whole(config, "intermediate_size");
+    if (kind.indexOf("deepseek") !== 0) return [layers * m * hidden * dense, layers * m * hidden * dense, null, dense];
+    var routed = whole(config, "n_routed_experts"), used = whole(config, "num_experts_per_tok");
+    var moeWidth = whole(config, "moe_intermediate_size"), shared = get(config, "n_shared_experts", null) || 0;
+    var firstDense = get(config, "first_k_dense_replace", null) || 0;
+    var moeLayers = layers - firstDense, one = m * hidden * moeWidth;
+    var gate = hidden * routed + (kind === "deepseek_v3" ? routed : 0);
+    var total = firstDense * m * hidden * dense + moeLayers * ((routed + shared) * one + gate);
+    var token = firstDense * m * hidden * dense + moeLayers * ((used + shared) * one + gate);
+    return [total, token, { count: routed, active: used, intermediate: moeWidth, shared: shared, denseLayers: firstDense }, dense];
+  }
+
+  function countRelease(k, config) {
+    var quantization = get(config, "quantization_config", null);
+    if (isDict(quantization)) {
+      var method = String(get(quantization, "quant_method", "")).toLowerCase();
+      return has(k.releaseMethods, method) ? k.releaseMethods[method] : "bf16";
+    }
+    return get(config, "torch_dtype", null) === "float16" ? "fp16" : "bf16";
   }
 
   // Reads one field: a number written with "." or "," as decimal mark, no grouping.
@@ -67,32 +308,69 @@
   }
 
   var LIMITS = { params: "max_params_b", layers: "max_layers", heads: "max_heads", kv_heads: "max_heads",
-    head_dim: "max_head_dim", batch: "max_batch", context: "max_context" };
+    head_dim: "max_head_dim", batch: "max_batch", context: "max_context", hidden: "max_hidden", vocab: "max_vocab",
+    intermediate: "max_intermediate", gpus: "max_gpus", experts: "max_experts", experts_active: "max_experts",
+    expert_width: "max_intermediate" };
 
-  // Every field of a raw state checked: returns {state} or {errors: {field: [key, limit]}}.
-  function validate(data, raw) {
+  function checkNumber(data, raw, field, errors, values, zero) {
+    var parsed = parseNumber(raw[field]);
+    var limit = data.limits[LIMITS[field]];
+    if (parsed.error) { errors[field] = [parsed.error]; return; }
+    var v = parsed.value;
+    if (v < 0 || (v === 0 && !zero)) errors[field] = ["positive"];
+    else if (field !== "params" && Math.floor(v) !== v) errors[field] = ["whole"];
+    else if (v > limit) errors[field] = ["max", limit];
+    else values[field] = v;
+  }
+
+  // Every field of a raw state checked: returns {state} or {errors: {field: [key, values]}}.
+  // `pasted` is what a config.json says beyond the fields (attention, shared experts, vision), for a custom model.
+  function validate(data, raw, pasted) {
     var errors = {}, values = {};
-    Object.keys(LIMITS).forEach(function (field) {
-      var parsed = parseNumber(raw[field]);
-      var limit = data.limits[LIMITS[field]];
-      if (parsed.error) { errors[field] = [parsed.error]; return; }
-      var v = parsed.value;
-      if (v <= 0) errors[field] = ["positive"];
-      else if (field !== "params" && Math.floor(v) !== v) errors[field] = ["whole"];
-      else if (v > limit) errors[field] = ["max", limit];
-      else values[field] = v;
+    var serving = raw.mode === "serve";
+    ["params", "layers", "heads", "kv_heads", "head_dim", "batch", "context"].forEach(function (field) {
+      checkNumber(data, raw, field, errors, values, false);
     });
+    if (serving) {
+      SERVE_ONLY.forEach(function (field) { checkNumber(data, raw, field, errors, values, false); });
+      checkNumber(data, raw, "experts", errors, values, true);
+      if (values.experts) {
+        checkNumber(data, raw, "experts_active", errors, values, false);
+        checkNumber(data, raw, "expert_width", errors, values, false);
+        if (values.experts_active > values.experts) errors.experts_active = ["atMost", values.experts];
+      }
+      if (["0", "1"].indexOf(raw.tied) < 0) errors.tied = ["choice"];
+    }
     if (values.heads && values.kv_heads && values.heads % values.kv_heads !== 0) errors.kv_heads = ["divide", values.heads];
-    ["mode", "weights", "kv"].forEach(function (field) {
-      var known = field === "mode" ? ["serve", "full", "lora", "qlora"] : Object.keys(field === "kv" ? data.kvPrecisions : data.precisions);
-      if (known.indexOf(raw[field]) < 0) errors[field] = ["choice"];
-    });
+    if (["serve", "full", "lora", "qlora"].indexOf(raw.mode) < 0) errors.mode = ["choice"];
+    var fmt = byName(data.weightFormats, raw.weights), kv = byName(data.kvFormats, raw.kv);
+    if (!fmt) errors.weights = ["choice"];
+    if (!kv) errors.kv = ["choice"];
+    if (serving && fmt && kv && kv.runtime !== fmt.runtime && data.deployment.kvAnyRuntime.indexOf(kv.name) < 0) {
+      var usable = data.kvFormats.filter(function (o) { return o.runtime === fmt.runtime || data.deployment.kvAnyRuntime.indexOf(o.name) >= 0; });
+      var runtimes = data.deployment.runtimeNames;
+      errors.kv = ["kvRuntime", { kv: kv.label, kv_runtime: runtimes[kv.runtime], weights: fmt.label, runtime: runtimes[fmt.runtime],
+        usable: usable.map(function (o) { return o.label; }) }];
+    }
+    var preset = raw.model !== "custom" ? presetOf(data, raw.model) : null;
+    var extra = preset ? { attention: preset.attention, vision: preset.vision, experts: preset.experts }
+      : pasted || { attention: { kind: "full", window: 0, slidingLayers: 0, latent: 0 }, vision: 0, experts: null };
+    var experts = null;
+    if (values.experts) {
+      experts = { count: values.experts, active: values.experts_active, intermediate: values.expert_width,
+        shared: extra.experts ? extra.experts.shared : 0, denseLayers: extra.experts ? extra.experts.denseLayers : 0 };
+    }
+    var arch = { layers: values.layers, heads: values.heads, kvHeads: values.kv_heads, headDim: values.head_dim,
+      attention: extra.attention, hidden: values.hidden, vocab: values.vocab, tied: raw.tied === "1",
+      intermediate: values.intermediate, experts: experts };
+    if (serving && fmt && fmt.runtime === "vllm" && values.gpus && values.heads && values.kv_heads && !errors.kv_heads &&
+        !validTensorParallel(arch, values.gpus)) {
+      var counts = data.gpuCounts.filter(function (n) { return validTensorParallel(arch, n); });
+      errors.gpus = ["tensorParallel", { heads: values.heads, kv_heads: values.kv_heads, gpus: values.gpus, counts: counts }];
+    }
     if (Object.keys(errors).length) return { errors: errors };
-    var preset = presetOf(data, raw.model);
-    var attention = preset && raw.model !== "custom" ? preset.attention : { kind: "full", window: 0, slidingLayers: 0, latent: 0 };
     return { state: { model: raw.model, mode: raw.mode, weights: raw.weights, kv: raw.kv, params: values.params,
-      batch: values.batch, context: values.context,
-      arch: { layers: values.layers, heads: values.heads, kvHeads: values.kv_heads, headDim: values.head_dim, attention: attention } } };
+      vision: extra.vision, batch: values.batch, context: values.context, gpus: values.gpus, arch: arch } };
   }
 
   function presetOf(data, id) {
@@ -101,10 +379,14 @@
   }
 
   function presetFields(preset) {
-    return { params: preset.params, layers: preset.layers, heads: preset.heads, kv_heads: preset.kvHeads, head_dim: preset.headDim };
+    var e = preset.experts;
+    return { params: preset.params, layers: preset.layers, heads: preset.heads, kv_heads: preset.kvHeads, head_dim: preset.headDim,
+      hidden: preset.hidden, vocab: preset.vocab, tied: preset.tied ? 1 : 0, intermediate: preset.intermediate,
+      experts: e ? e.count : 0, experts_active: e ? e.active : 0, expert_width: e ? e.intermediate : 0 };
   }
 
   // The raw state a URL query describes; a preset whose numbers were changed becomes custom.
+  // A weight format the page does not know (old links' int4) opens on the preset's release format.
   function fromQuery(data, query) {
     var params = new URLSearchParams(query), raw = {};
     var d = data.defaults;
@@ -119,7 +401,11 @@
         else if (Number(raw[f]) !== fields[f]) raw.model = "custom";
       });
     }
-    ["mode", "weights", "kv", "batch", "context"].forEach(function (f) { if (raw[f] === null) raw[f] = String(d[f]); });
+    if (!byName(data.weightFormats, raw.weights)) raw.weights = preset ? preset.release : d.weights;
+    if (!byName(data.kvFormats, raw.kv)) raw.kv = d.kv;
+    ["mode", "gpus", "batch", "context"].forEach(function (f) { if (raw[f] === null) raw[f] = String(d[f]); });
+    if (raw.tied === null) raw.tied = "0";
+    ["experts", "experts_active", "expert_width"].forEach(function (f) { if (raw[f] === null) raw[f] = "0"; });
     ARCH.forEach(function (f) { if (raw[f] === null) raw[f] = ""; });
     return raw;
   }
@@ -156,36 +442,113 @@
       FIELDS.forEach(function (f) { field(f).value = raw[f]; });
     }
 
+    function formatted(values) {
+      var out = {};
+      Object.keys(values || {}).forEach(function (key) {
+        var v = values[key];
+        out[key] = typeof v === "number" ? number.format(v) : Array.isArray(v) ? v.map(function (x) {
+          return typeof x === "number" ? number.format(x) : x;
+        }).join(", ") : v;
+      });
+      return out;
+    }
+
+    function message(error) {
+      var values = typeof error[1] === "number" ? { limit: error[1] } : error[1];
+      return fill(text.errors[error[0]], formatted(values));
+    }
+
     function showErrors(errors) {
       FIELDS.forEach(function (f) {
         var box = document.getElementById("calc-" + f + "-error");
         var error = errors[f];
-        if (box) box.textContent = error ? fill(text.errors[error[0]], { limit: error[1] ? number.format(error[1]) : "" }) : "";
+        if (box) box.textContent = error ? message(error) : "";
         field(f).setAttribute("aria-invalid", error ? "true" : "false");
       });
+    }
+
+    function element(tag, content, attributes) {
+      var node = document.createElement(tag);
+      Object.keys(attributes || {}).forEach(function (name) { node.setAttribute(name, attributes[name]); });
+      node.textContent = content;
+      return node;
+    }
+
+    function result(tag, name, value) {
+      return element(tag, gb(value), { "data-result": name, "data-value": String(value) });
     }
 
     function render() {
       var raw = readForm();
       history.replaceState(null, "", "?" + toQuery(raw));
       root.querySelector("#calc-link").value = location.href;
-      var checked = validate(data, raw);
+      var checked = validate(data, raw, pasted);
       showErrors(checked.errors || {});
       var total = root.querySelector('[data-result="total-gb"]');
+      var summary = root.querySelector("#calc-summary");
       root.classList.toggle("invalid", !!checked.errors);
       if (checked.errors) {
         total.textContent = text.invalid;
         total.removeAttribute("data-value");
+        summary.hidden = true;
         return;
       }
-      var s = checked.state, need = compute(data, s);
+      var s = checked.state;
+      summary.textContent = "";
+      summary.hidden = s.mode !== "serve";
+      if (s.mode === "serve") renderServe(s, total, summary);
+      else renderTraining(s, total);
+    }
+
+    function renderServe(s, total, summary) {
+      var need = serve(data, s);
+      total.textContent = gb(need.total);
+      total.setAttribute("data-value", String(need.total));
+      var first = element("li", fill(text.perGpu, { count: number.format(s.gpus) }) + " ");
+      first.appendChild(result("strong", "per-gpu-gb", need.perGpu / 1e9));
+      var second = element("li", text.wholeWeights + " ");
+      second.appendChild(result("span", "weights-gb", need.weights / 1e9));
+      summary.appendChild(first);
+      summary.appendChild(second);
+      var parts = [["weights", 0, "weights-per-gpu-gb", need.weightsPerGpu], ["kv_cache", 1, "kv-gb", need.kv],
+        ["overhead", 4, "runtime-gb", need.runtime]];
+      var list = root.querySelector("#calc-parts"), bar = root.querySelector("#calc-bar"), labels = [];
+      list.textContent = "";
+      bar.textContent = "";
+      parts.forEach(function (part) {
+        var value = part[3] / 1e9, label = text.serveParts[part[0]];
+        var item = element("li", label + " ", { "class": "part-" + part[1] });
+        item.appendChild(result("span", part[2], value));
+        list.appendChild(item);
+        labels.push(label + " " + gb(value));
+        bar.appendChild(segment(part[1], value, need.perGpu / 1e9));
+      });
+      bar.setAttribute("aria-label", labels.join("; "));
+      renderFits(need.fits, s);
+      var counts = root.querySelector("#calc-counts");
+      counts.textContent = need.runtimeName === "vllm"
+        ? fill(text.countsVllm, { heads: number.format(s.arch.heads), kv_heads: number.format(s.arch.kvHeads),
+          counts: need.validCounts.map(String).join(", ") })
+        : text.countsLlamacpp;
+      root.querySelector("#calc-note").textContent = text.serveNote;
+    }
+
+    function segment(index, value, whole) {
+      var span = document.createElement("span");
+      span.className = "part-" + index;
+      span.style.width = (100 * value / whole).toFixed(2) + "%";  // as part_width in render.py
+      return span;
+    }
+
+    function renderTraining(s, total) {
+      var need = compute(data, s);
       total.textContent = gb(need.total);
       total.setAttribute("data-value", String(need.total));
       renderParts(need, s.mode);
       renderChoices(choices(data, s, need.total));
       var counts = validCounts(data, s.arch.heads).map(function (n) { return number.format(n); });
       root.querySelector("#calc-counts").textContent = fill(text.counts, { heads: number.format(s.arch.heads), counts: counts.join(", ") });
-      root.querySelector("#calc-note").textContent = s.mode === "serve" ? text.serveNote : text.trainNote;
+      root.querySelector("#calc-note").textContent = text.trainNote;
     }
 
     function renderParts(need, mode) {
@@ -195,46 +558,87 @@
       ["weights", "kv_cache", "gradients", "optimizer", "overhead"].forEach(function (part, index) {
         if (!need[part]) return;
         var label = part === "optimizer" && mode !== "full" ? text.parts.adapters : text.parts[part];
-        var item = document.createElement("li");
-        item.className = "part-" + index;
-        item.textContent = label + ": " + gb(need[part]);
-        list.appendChild(item);
-        var segment = document.createElement("span");
-        segment.className = "part-" + index;
-        segment.style.width = (100 * need[part] / need.total).toFixed(2) + "%";  // as part_width in render.py
-        bar.appendChild(segment);
+        list.appendChild(element("li", label + ": " + gb(need[part]), { "class": "part-" + index }));
+        bar.appendChild(segment(index, need[part], need.total));
       });
       bar.setAttribute("aria-label", Array.prototype.map.call(list.children, function (li) { return li.textContent; }).join("; "));
+    }
+
+    function price(c) {
+      return c.count === 1 ? fill(text.perGpuHour, { price: money.format(c.price) })
+        : fill(text.perHour, { price: money.format(c.price), each: money.format(c.price / c.count) });
+    }
+
+    function none(list) {
+      list.appendChild(element("li", text.none));
+    }
+
+    function renderFits(found, s) {
+      var list = root.querySelector("#calc-options");
+      list.textContent = "";
+      if (!found.length) return none(list);
+      var rule = { more: number.format(data.comfortableRequests), tokens: number.format(s.context) };
+      found.forEach(function (c) {
+        var item = element("li", fill(text.fitOption, { count: number.format(c.count), gpu: c.name, memory: gb(c.memory),
+          price: price(c), need: gb(c.need / 1e9), budget: gb(c.budget / 1e9) }) + " ");
+        var tag = c.comfortable ? "comfortable" : "tight";
+        item.appendChild(element("span", text[tag], { "class": tag }));
+        item.appendChild(document.createTextNode(" "));
+        item.appendChild(element("span", fill(c.comfortable ? text.comfortableRule : text.tightRule, rule), { "class": "calc-rule" }));
+        list.appendChild(item);
+      });
     }
 
     function renderChoices(found) {
       var list = root.querySelector("#calc-options");
       list.textContent = "";
-      if (!found.length) {
-        var none = document.createElement("li");
-        none.textContent = text.none;
-        list.appendChild(none);
-        return;
-      }
+      if (!found.length) return none(list);
       found.forEach(function (c) {
-        var item = document.createElement("li");
-        var price = c.count === 1 ? fill(text.perGpuHour, { price: money.format(c.price) })
-          : fill(text.perHour, { price: money.format(c.price), each: money.format(c.price / c.count) });
-        item.textContent = fill(text.option, { count: number.format(c.count), gpu: c.name, memory: gb(c.memory), price: price });
-        var flag = document.createElement("span");
-        flag.className = c.tight ? "tight" : "comfortable";
-        flag.textContent = c.tight ? text.tight : text.comfortable;
-        item.appendChild(document.createTextNode(" "));
-        item.appendChild(flag);
+        var item = element("li", fill(text.option, { count: number.format(c.count), gpu: c.name, memory: gb(c.memory), price: price(c) }) + " ");
+        item.appendChild(element("span", c.tight ? text.tight : text.comfortable, { "class": c.tight ? "tight" : "comfortable" }));
         list.appendChild(item);
       });
     }
 
+    // A pasted config.json fills the architecture (and what the fields cannot say, kept aside).
+    function paste() {
+      var box = root.querySelector("#calc-config-error"), area = field("config"), source = area.value.trim();
+      var error = null;
+      if (source) {
+        var parsed = null;
+        try { parsed = JSON.parse(source); } catch (e) { error = ["json", {}]; }
+        if (!error) {
+          var counted = countConfig(data, parsed);
+          if (counted.error) error = counted.error;
+          else {
+            var a = counted.arch, e = a.experts;
+            var fields = { params: counted.params / 1e9 + counted.vision / 1e9, layers: a.layers, heads: a.heads, kv_heads: a.kvHeads,
+              head_dim: a.headDim, hidden: a.hidden, vocab: a.vocab, tied: a.tied ? 1 : 0, intermediate: a.intermediate,
+              experts: e ? e.count : 0, experts_active: e ? e.active : 0, expert_width: e ? e.intermediate : 0 };
+            ARCH.forEach(function (f) { field(f).value = String(fields[f]); });
+            field("model").value = "custom";
+            field("weights").value = counted.release;
+            pasted = { attention: a.attention, vision: counted.vision / 1e9, experts: e };
+          }
+        }
+      }
+      box.textContent = error ? message(error) : "";
+      area.setAttribute("aria-invalid", error ? "true" : "false");
+    }
+
+    var pasted = null;
     form.addEventListener("input", function (event) {
       var name = event.target.name;
-      if (name === "model" && field("model").value !== "custom") {
-        var fields = presetFields(presetOf(data, field("model").value));
-        ARCH.forEach(function (f) { field(f).value = String(fields[f]); });
+      if (name === "config") {
+        paste();
+      } else if (name === "model") {
+        pasted = null;
+        var preset = presetOf(data, field("model").value);
+        if (preset) {
+          var fields = presetFields(preset);
+          ARCH.forEach(function (f) { field(f).value = String(fields[f]); });
+          field("weights").value = preset.release;
+        }
       } else if (ARCH.indexOf(name) >= 0) {
         field("model").value = "custom";
       }
@@ -254,7 +658,8 @@
     }
   }
 
-  window.gpumemCalculator = { compute: compute, choices: choices, validate: validate, fromQuery: fromQuery, validCounts: validCounts };
+  window.gpumemCalculator = { compute: compute, choices: choices, serve: serve, validate: validate, fromQuery: fromQuery,
+    validCounts: validCounts, countConfig: countConfig };
   var root = document.getElementById("calculator");
   if (root) start(root);
 })();
