@@ -8,6 +8,7 @@
     "experts", "experts_active", "expert_width", "mode", "weights", "kv", "gpus", "batch", "context"];
   var ARCH = ["params", "layers", "heads", "kv_heads", "head_dim", "hidden", "vocab", "tied", "intermediate",
     "experts", "experts_active", "expert_width"];
+  var PARTS = ["weights", "kv_cache", "gradients", "optimizer", "overhead"];  // their index is their colour class
   var SERVE_ONLY = ["hidden", "vocab", "intermediate", "gpus"];
 
   // Mirrors memory.memory_need for the fine-tuning modes: parts in GB, with the same operations.
@@ -211,12 +212,12 @@
       attention = countWindow(k, config, kind, layers);
     }
     var norms = (k.fourNormKinds.indexOf(kind) >= 0 ? k.fourNorms : 2) * hidden;
-    var mlp = countMlp(k, config, kind, hidden, layers);
+    var mlp = countMlp(k, config, kind, hidden, layers), mlpWidth = mlp.pop();
     var embeddings = vocab * hidden * (tied ? 1 : 2);
     var params = embeddings + layers * (attentionParams + norms) + mlp[0] + hidden;
     var active = mlp[2] ? embeddings + layers * (attentionParams + norms) + mlp[1] + hidden : null;
     var arch = { layers: layers, heads: heads, kvHeads: kvHeads, headDim: headDim, attention: attention, hidden: hidden,
-      vocab: vocab, tied: tied, intermediate: mlp[3], experts: mlp[2] };
+      vocab: vocab, tied: tied, intermediate: mlpWidth, experts: mlp[2] };
     var context = whole(config, "max_position_embeddings", k.defaultContext);
     return { params: params, active: active, arch: arch, context: context, release: countRelease(k, config),
       vision: countVision(k, get(config, "vision_config", null), hidden) };
@@ -510,18 +511,18 @@
       second.appendChild(result("span", "weights-gb", need.weights / 1e9));
       summary.appendChild(first);
       summary.appendChild(second);
-      var parts = [["weights", 0, "weights-per-gpu-gb", need.weightsPerGpu], ["kv_cache", 1, "kv-gb", need.kv],
-        ["overhead", 4, "runtime-gb", need.runtime]];
+      var parts = [["weights", "weights-per-gpu-gb", need.weightsPerGpu], ["kv_cache", "kv-gb", need.kv],
+        ["overhead", "runtime-gb", need.runtime]];
       var list = root.querySelector("#calc-parts"), bar = root.querySelector("#calc-bar"), labels = [];
       list.textContent = "";
       bar.textContent = "";
       parts.forEach(function (part) {
-        var value = part[3] / 1e9, label = text.serveParts[part[0]];
-        var item = element("li", label + " ", { "class": "part-" + part[1] });
-        item.appendChild(result("span", part[2], value));
+        var value = part[2] / 1e9, label = text.serveParts[part[0]], index = PARTS.indexOf(part[0]);
+        var item = element("li", label + " ", { "class": "part-" + index });
+        item.appendChild(result("span", part[1], value));
         list.appendChild(item);
         labels.push(label + " " + gb(value));
-        bar.appendChild(segment(part[1], value, need.perGpu / 1e9));
+        bar.appendChild(segment(index, value, need.perGpu / 1e9));
       });
       bar.setAttribute("aria-label", labels.join("; "));
       renderFits(need.fits, s);
@@ -555,7 +556,7 @@
       var list = root.querySelector("#calc-parts"), bar = root.querySelector("#calc-bar");
       list.textContent = "";
       bar.textContent = "";
-      ["weights", "kv_cache", "gradients", "optimizer", "overhead"].forEach(function (part, index) {
+      PARTS.forEach(function (part, index) {
         if (!need[part]) return;
         var label = part === "optimizer" && mode !== "full" ? text.parts.adapters : text.parts[part];
         list.appendChild(element("li", label + ": " + gb(need[part]), { "class": "part-" + index }));
