@@ -244,26 +244,34 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
     models = []
     for m in catalog.models:
         a = m.arch.attention
-        attention = {"kind": a.kind, "window": a.window, "slidingLayers": a.sliding_layers, "latent": a.kv_lora_rank + a.qk_rope_head_dim}
-        models.append(
-            {
-                "id": m.id,
-                "name": m.name,
-                "params": m.params_b,
-                "layers": m.arch.layers,
-                "heads": m.arch.heads,
-                "kvHeads": m.arch.kv_heads,
-                "headDim": m.arch.head_dim,
-                "attention": attention,
-                "hidden": m.arch.hidden,
-                "vocab": m.arch.vocab,
-                "tied": m.arch.tied_embeddings,
-                "intermediate": m.arch.intermediate,
-                "experts": experts_data(m.arch.experts),
-                "vision": m.vision_params_b,
-                "release": m.release,
+        model = {
+            "id": m.id,
+            "params": m.params_b,
+            "layers": m.arch.layers,
+            "heads": m.arch.heads,
+            "kvHeads": m.arch.kv_heads,
+            "headDim": m.arch.head_dim,
+            "hidden": m.arch.hidden,
+            "vocab": m.arch.vocab,
+            "intermediate": m.arch.intermediate,
+            "release": m.release,
+        }
+        # Left out when they say nothing: untied embeddings, full attention, no experts, no vision tower (the script's defaults).
+        if m.arch.tied_embeddings:
+            model["tied"] = True
+        if a.kind != "full":
+            model["attention"] = {
+                "kind": a.kind,
+                "window": a.window,
+                "slidingLayers": a.sliding_layers,
+                "latent": a.kv_lora_rank + a.qk_rope_head_dim,
             }
-        )
+        if m.arch.experts:
+            model["experts"] = experts_data(m.arch.experts)
+        if m.vision_params_b:
+            model["vision"] = m.vision_params_b
+        models.append(model)
+    offered = sorted(shop.configurations, key=Configuration.order)
     large_card = dep.large_card_gib * deployment.GIB
     return {
         "precisions": rules.precisions,
@@ -281,21 +289,12 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
         "defaults": {**rules.calculator_defaults, "gpus": default_gpus(catalog)},
         "currency": catalog.snapshot.currency,
         "models": models,
-        "configurations": [
-            {
-                "gpu": c.gpu.id,
-                "name": c.gpu.name,
-                "memory": c.gpu.memory_gb,
-                "count": c.count,
-                "price": c.price_per_hour,
-                "runtimeBytes": c.gpu.runtime_bytes,
-            }
-            for c in sorted(shop.configurations, key=Configuration.order)
-        ],
-        "weightFormats": [
-            {"name": f.name, "label": f.label, "bits": f.bits, "scope": f.scope, "runtime": f.runtime, "padTo": f.pad_to}
+        "gpus": {c.gpu.id: {"name": c.gpu.name, "memory": c.gpu.memory_gb, "runtimeBytes": c.gpu.runtime_bytes} for c in offered},
+        "configurations": [{"gpu": c.gpu.id, "count": c.count, "price": c.price_per_hour} for c in offered],
+        "weightFormats": {
+            f.name: {"label": f.label, "bits": f.bits, "scope": f.scope, "runtime": f.runtime, **({"padTo": f.pad_to} if f.pad_to else {})}
             for f in dep.weight_formats.values()
-        ],
+        },
         "kvFormats": [{"name": k.name, "label": k.label, "bytes": k.bytes, "runtime": k.runtime} for k in dep.kv_formats.values()],
         "deployment": {
             "utilization": dep.utilization,

@@ -233,7 +233,7 @@ def test_python_and_javascript_give_the_same_numbers(calculator: Page):
                 assert got[name] == pytest.approx(value, rel=1e-9, abs=0), (raw, name)
             assert tuple(got["validCounts"]) == expected.valid_counts, raw
             assert got["runtimeName"] == expected.runtime
-            fits = [(f["gpu"], f["count"], f["price"], f["comfortable"]) for f in got["fits"]]
+            fits = [(f["gpu"], f["count"], f["price"], not f["tight"]) for f in got["fits"]]
             want = [(f.configuration.gpu.id, f.configuration.count, f.configuration.price_per_hour, f.comfortable) for f in expected.fits]
             assert fits == want, raw
             for js, py in zip(got["fits"], expected.fits, strict=True):
@@ -305,6 +305,26 @@ def test_pasting_a_config_fills_the_fields_and_gives_the_python_result(calculato
     expected = compute_calculator.serving(CATALOG, SHOP, model, counted.release, "bf16", 1, 8192, 1)
     assert total(calculator) == pytest.approx(expected.total_bytes / 1e9, rel=1e-12)
     expect(calculator.locator("#calc-config-error")).to_have_text("")
+    # The link keeps what the fields cannot say (Gemma 3's sliding-window layers, its vision tower).
+    state = parse_qs(urlparse(calculator.url).query)
+    attention = counted.arch.attention
+    assert state["extra"] == [f"sliding,{attention.window},{attention.sliding_layers},0,0,0,{counted.vision / 1e9!r}"]
+    calculator.goto(calculator.locator("#calc-link").input_value())
+    expect(calculator.locator('[name="model"]')).to_have_value("custom")
+    assert total(calculator) == pytest.approx(expected.total_bytes / 1e9, rel=1e-12)
+    calculator.select_option('[name="model"]', "custom")  # choosing "custom" drops the pasted extras
+    expect(calculator).not_to_have_url(re.compile(r"extra="))
+
+
+def test_a_pasted_moe_config_survives_its_link(calculator: Page):
+    path = REPO / "tests/fixtures/hf_configs/deepseek-v3.json"
+    calculator.locator('[name="config"]').fill(path.read_text())
+    counted = count(json.loads(path.read_text()))
+    model = compute_calculator.custom_model(counted.params / 1e9, counted.arch)
+    expected = compute_calculator.serving(CATALOG, SHOP, model, counted.release, "bf16", 1, 8192, 1)
+    assert total(calculator) == pytest.approx(expected.total_bytes / 1e9, rel=1e-12)
+    calculator.goto(calculator.locator("#calc-link").input_value())
+    assert total(calculator) == pytest.approx(expected.total_bytes / 1e9, rel=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -360,7 +380,8 @@ def test_each_mode(calculator: Page, mode: str):
         item = calculator.locator("#calc-options li").first
         expect(item).to_contain_text(f"{first.configuration.count} × {first.configuration.gpu.name}")
         expect(item.locator(f"span.{tag}")).to_have_text(tag)
-        expect(item.locator(".calc-rule")).to_contain_text(f"{RULES.comfortable_requests} more")
+        rule = "also holds" if first.comfortable else "holds these requests, not"
+        expect(item).to_contain_text(f"{tag} ({rule} {RULES.comfortable_requests} more")
         return
     need, found = python_need(raw)
     expect(calculator.locator("#calc-summary")).to_be_hidden()

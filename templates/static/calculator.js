@@ -4,10 +4,10 @@
 (function () {
   "use strict";
 
-  var FIELDS = ["model", "params", "layers", "heads", "kv_heads", "head_dim", "hidden", "vocab", "tied", "intermediate",
-    "experts", "experts_active", "expert_width", "mode", "weights", "kv", "gpus", "batch", "context"];
   var ARCH = ["params", "layers", "heads", "kv_heads", "head_dim", "hidden", "vocab", "tied", "intermediate",
     "experts", "experts_active", "expert_width"];
+  var FIELDS = ["model"].concat(ARCH, ["mode", "weights", "kv", "gpus", "batch", "context"]);
+  var FULL = { kind: "full", window: 0, slidingLayers: 0, latent: 0 };  // full attention: every layer caches every token
   var PARTS = ["weights", "kv_cache", "gradients", "optimizer", "overhead"];  // their index is their colour class
   var SERVE_ONLY = ["hidden", "vocab", "intermediate", "gpus"];
 
@@ -29,13 +29,13 @@
     return parts;
   }
 
-  // Mirrors compute_calculator.calculator_choices for the fine-tuning modes: configurations that hold the need, smallest first.
+  // Mirrors compute_calculator.calculator_choices (fine-tuning): what holds the need, smallest first.
   function choices(data, s, need) {
     return data.configurations.filter(function (c) {
-      return c.memory * c.count >= need;
+      return data.gpus[c.gpu].memory * c.count >= need;
     }).map(function (c) {
-      var memory = c.memory * c.count;
-      return { gpu: c.gpu, name: c.name, count: c.count, memory: memory, price: c.price,
+      var memory = data.gpus[c.gpu].memory * c.count;
+      return { gpu: c.gpu, name: data.gpus[c.gpu].name, count: c.count, memory: memory, price: c.price,
         tight: memory - need < Math.max(data.minFreeFraction * memory, 0) };
     });
   }
@@ -127,22 +127,22 @@
     var dep = data.deployment, found = [];
     data.configurations.forEach(function (c) {
       if (fmt.runtime === "vllm" && !validTensorParallel(s.arch, c.count)) return;
-      var card = c.runtimeBytes, batch = batchDefaults(data, card, c.gpu);
+      var card = data.gpus[c.gpu].runtimeBytes, batch = batchDefaults(data, card, c.gpu);
       var need = deploymentNeed(data, s, fmt, kv, c.count, s.context, s.batch, batch);
       var budget = dep.utilization * card;
       if (need.perGpu >= budget) return;
       var roomy = deploymentNeed(data, s, fmt, kv, c.count, s.context, s.batch + data.comfortableRequests, batch);
-      found.push({ gpu: c.gpu, name: c.name, count: c.count, memory: c.memory * c.count, price: c.price,
-        need: need.perGpu, budget: budget, comfortable: roomy.perGpu < budget });
+      found.push({ gpu: c.gpu, name: data.gpus[c.gpu].name, count: c.count, price: c.price,
+        need: need.perGpu, budget: budget, tight: roomy.perGpu >= budget });
     });
     return found.sort(function (x, y) {
       return x.price - y.price || x.count - y.count || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0);
     });
   }
 
-  // Serving mode's result: the need on the chosen GPUs (vLLM's large-card batch, as gpumem estimate) and the fits.
+  // Serving: the need on the chosen GPUs (vLLM's large-card batch, as gpumem estimate) and the fits.
   function serve(data, s) {
-    var fmt = byName(data.weightFormats, s.weights), kv = byName(data.kvFormats, s.kv);
+    var fmt = data.weightFormats[s.weights], kv = byName(data.kvFormats, s.kv);
     var need = deploymentNeed(data, s, fmt, kv, s.gpus, s.context, s.batch, data.deployment.largeBatch);
     need.total = need.perGpu * s.gpus / 1e9;
     need.runtimeName = fmt.runtime;
@@ -163,12 +163,10 @@
     return typeof value === "string" ? "'" + value + "'" : JSON.stringify(value);
   }
 
-  function ConfigError(key, values) { this.key = key; this.values = values; }
-
   function whole(config, name, fallback) {
     var value = get(config, name, fallback === undefined ? null : fallback);
     if (typeof value !== "number" || !Number.isInteger(value) || value <= 0) {
-      throw new ConfigError("integer", { field: name, value: shown(value) });
+      throw ["integer", { field: name, value: shown(value) }];
     }
     return value;
   }
@@ -177,16 +175,16 @@
     try {
       return countChecked(data.counting, config);
     } catch (error) {
-      if (error instanceof ConfigError) return { error: [error.key, error.values] };
+      if (Array.isArray(error)) return { error: error };  // [message key, values] of a config gpumem cannot count
       throw error;
     }
   }
 
   function countChecked(k, config) {
-    if (!isDict(config)) throw new ConfigError("object", {});
+    if (!isDict(config)) throw ["object", {}];
     var kind = get(config, "model_type", null);
     if (k.architectures.indexOf(kind) < 0) {
-      throw new ConfigError("modelType", { value: kind === null ? "None" : shown(kind), list: k.architectures.join(", ") });
+      throw ["modelType", { value: kind === null ? "None" : shown(kind), list: k.architectures.join(", ") }];
     }
     if (isDict(config.text_config)) {
       var merged = {};
@@ -197,7 +195,7 @@
     var hidden = whole(config, "hidden_size"), layers = whole(config, "num_hidden_layers"), vocab = whole(config, "vocab_size");
     var heads = whole(config, "num_attention_heads");
     var kvHeads = whole(config, "num_key_value_heads", heads);
-    if (heads % kvHeads) throw new ConfigError("kvDivide", { kv_heads: kvHeads, heads: heads });
+    if (heads % kvHeads) throw ["kvDivide", { kv_heads: kvHeads, heads: heads }];
     var tied = truthy(get(config, "tie_word_embeddings", k.fourNormKinds.indexOf(kind) >= 0));
     var attentionParams, attention, headDim;
     if (kind.indexOf("deepseek") === 0) {
@@ -249,7 +247,7 @@
   }
 
   function countWindow(k, config, kind, layers) {
-    var full = { kind: "full", window: 0, slidingLayers: 0, latent: 0 };
+    var full = FULL;
     var window = get(config, "sliding_window", null), types = get(config, "layer_types", null), sliding;
     if (Array.isArray(types) && truthy(window)) {
       sliding = types.filter(function (item) { return item === "sliding_attention"; }).length;
@@ -344,7 +342,7 @@
     }
     if (values.heads && values.kv_heads && values.heads % values.kv_heads !== 0) errors.kv_heads = ["divide", values.heads];
     if (["serve", "full", "lora", "qlora"].indexOf(raw.mode) < 0) errors.mode = ["choice"];
-    var fmt = byName(data.weightFormats, raw.weights), kv = byName(data.kvFormats, raw.kv);
+    var fmt = has(data.weightFormats, raw.weights) ? data.weightFormats[raw.weights] : null, kv = byName(data.kvFormats, raw.kv);
     if (!fmt) errors.weights = ["choice"];
     if (!kv) errors.kv = ["choice"];
     if (serving && fmt && kv && kv.runtime !== fmt.runtime && data.deployment.kvAnyRuntime.indexOf(kv.name) < 0) {
@@ -354,8 +352,11 @@
         usable: usable.map(function (o) { return o.label; }) }];
     }
     var preset = raw.model !== "custom" ? presetOf(data, raw.model) : null;
-    var extra = preset ? { attention: preset.attention, vision: preset.vision, experts: preset.experts }
-      : pasted || { attention: { kind: "full", window: 0, slidingLayers: 0, latent: 0 }, vision: 0, experts: null };
+    var extra = preset ? { attention: preset.attention || FULL, vision: preset.vision || 0, experts: preset.experts || null }
+      : pasted || { attention: FULL, vision: 0, experts: null };
+    if (!preset && pasted && (extra.attention.slidingLayers > values.layers || (extra.experts && extra.experts.denseLayers > values.layers))) {
+      extra = { attention: FULL, vision: extra.vision, experts: null };
+    }
     var experts = null;
     if (values.experts) {
       experts = { count: values.experts, active: values.experts_active, intermediate: values.expert_width,
@@ -402,7 +403,7 @@
         else if (Number(raw[f]) !== fields[f]) raw.model = "custom";
       });
     }
-    if (!byName(data.weightFormats, raw.weights)) raw.weights = preset ? preset.release : d.weights;
+    if (!has(data.weightFormats, raw.weights)) raw.weights = preset ? preset.release : d.weights;
     if (!byName(data.kvFormats, raw.kv)) raw.kv = d.kv;
     ["mode", "gpus", "batch", "context"].forEach(function (f) { if (raw[f] === null) raw[f] = String(d[f]); });
     if (raw.tied === null) raw.tied = "0";
@@ -411,9 +412,32 @@
     return raw;
   }
 
-  function toQuery(raw) {
+  // What a pasted config.json says beyond the fields, kept in links as extra=kind,window,slidingLayers,...
+  var EXTRA = ["window", "slidingLayers", "latent", "shared", "denseLayers", "vision"];
+
+  function extraText(pasted) {
+    var a = pasted.attention, e = pasted.experts || {};
+    var values = { window: a.window, slidingLayers: a.slidingLayers, latent: a.latent, shared: e.shared || 0,
+      denseLayers: e.denseLayers || 0, vision: pasted.vision };
+    return [a.kind].concat(EXTRA.map(function (name) { return values[name]; })).join(",");
+  }
+
+  function extraOf(text) {
+    var items = String(text || "").split(","), values = {};
+    if (items.length !== EXTRA.length + 1 || ["full", "sliding", "mla"].indexOf(items[0]) < 0) return null;
+    for (var i = 0; i < EXTRA.length; i++) {
+      var v = Number(items[i + 1]);
+      if (items[i + 1] === "" || !isFinite(v) || v < 0 || (EXTRA[i] !== "vision" && Math.floor(v) !== v)) return null;
+      values[EXTRA[i]] = v;
+    }
+    return { attention: { kind: items[0], window: values.window, slidingLayers: values.slidingLayers, latent: values.latent },
+      experts: { shared: values.shared, denseLayers: values.denseLayers }, vision: values.vision };
+  }
+
+  function toQuery(raw, pasted) {
     var params = new URLSearchParams();
     FIELDS.forEach(function (f) { params.set(f, raw[f]); });
+    if (pasted && raw.model === "custom") params.set("extra", extraText(pasted));
     return params.toString();
   }
 
@@ -481,7 +505,7 @@
 
     function render() {
       var raw = readForm();
-      history.replaceState(null, "", "?" + toQuery(raw));
+      history.replaceState(null, "", "?" + toQuery(raw, pasted));
       root.querySelector("#calc-link").value = location.href;
       var checked = validate(data, raw, pasted);
       showErrors(checked.errors || {});
@@ -525,7 +549,9 @@
         bar.appendChild(segment(index, value, need.perGpu / 1e9));
       });
       bar.setAttribute("aria-label", labels.join("; "));
-      renderFits(need.fits, s);
+      renderList(need.fits, function (c) {
+        return fill(text.fitOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price) });
+      }, { more: number.format(data.comfortableRequests), tokens: number.format(s.context) });
       var counts = root.querySelector("#calc-counts");
       counts.textContent = need.runtimeName === "vllm"
         ? fill(text.countsVllm, { heads: number.format(s.arch.heads), kv_heads: number.format(s.arch.kvHeads),
@@ -546,7 +572,9 @@
       total.textContent = gb(need.total);
       total.setAttribute("data-value", String(need.total));
       renderParts(need, s.mode);
-      renderChoices(choices(data, s, need.total));
+      renderList(choices(data, s, need.total), function (c) {
+        return fill(text.option, { count: number.format(c.count), gpu: c.name, memory: gb(c.memory), price: price(c) });
+      });
       var counts = validCounts(data, s.arch.heads).map(function (n) { return number.format(n); });
       root.querySelector("#calc-counts").textContent = fill(text.counts, { heads: number.format(s.arch.heads), counts: counts.join(", ") });
       root.querySelector("#calc-note").textContent = text.trainNote;
@@ -570,33 +598,15 @@
         : fill(text.perHour, { price: money.format(c.price), each: money.format(c.price / c.count) });
     }
 
-    function none(list) {
-      list.appendChild(element("li", text.none));
-    }
-
-    function renderFits(found, s) {
+    // A line per configuration found and its tag (serving: with the rule), or the line saying none.
+    function renderList(found, line, rule) {
       var list = root.querySelector("#calc-options");
       list.textContent = "";
-      if (!found.length) return none(list);
-      var rule = { more: number.format(data.comfortableRequests), tokens: number.format(s.context) };
+      if (!found.length) list.appendChild(element("li", text.none));
       found.forEach(function (c) {
-        var item = element("li", fill(text.fitOption, { count: number.format(c.count), gpu: c.name, memory: gb(c.memory),
-          price: price(c), need: gb(c.need / 1e9), budget: gb(c.budget / 1e9) }) + " ");
-        var tag = c.comfortable ? "comfortable" : "tight";
+        var tag = c.tight ? "tight" : "comfortable", item = element("li", line(c) + " ");
         item.appendChild(element("span", text[tag], { "class": tag }));
-        item.appendChild(document.createTextNode(" "));
-        item.appendChild(element("span", fill(c.comfortable ? text.comfortableRule : text.tightRule, rule), { "class": "calc-rule" }));
-        list.appendChild(item);
-      });
-    }
-
-    function renderChoices(found) {
-      var list = root.querySelector("#calc-options");
-      list.textContent = "";
-      if (!found.length) return none(list);
-      found.forEach(function (c) {
-        var item = element("li", fill(text.option, { count: number.format(c.count), gpu: c.name, memory: gb(c.memory), price: price(c) }) + " ");
-        item.appendChild(element("span", c.tight ? text.tight : text.comfortable, { "class": c.tight ? "tight" : "comfortable" }));
+        if (rule) item.appendChild(document.createTextNode(" " + fill(c.tight ? text.tightRule : text.comfortableRule, rule)));
         list.appendChild(item);
       });
     }
@@ -612,14 +622,11 @@
           var counted = countConfig(data, parsed);
           if (counted.error) error = counted.error;
           else {
-            var a = counted.arch, e = a.experts;
-            var fields = { params: counted.params / 1e9 + counted.vision / 1e9, layers: a.layers, heads: a.heads, kv_heads: a.kvHeads,
-              head_dim: a.headDim, hidden: a.hidden, vocab: a.vocab, tied: a.tied ? 1 : 0, intermediate: a.intermediate,
-              experts: e ? e.count : 0, experts_active: e ? e.active : 0, expert_width: e ? e.intermediate : 0 };
+            var a = counted.arch, fields = presetFields(Object.assign({}, a, { params: counted.params / 1e9 + counted.vision / 1e9 }));
             ARCH.forEach(function (f) { field(f).value = String(fields[f]); });
             field("model").value = "custom";
             field("weights").value = counted.release;
-            pasted = { attention: a.attention, vision: counted.vision / 1e9, experts: e };
+            pasted = { attention: a.attention, vision: counted.vision / 1e9, experts: a.experts };
           }
         }
       }
@@ -654,7 +661,9 @@
       else { document.execCommand("copy"); done(); }
     });
     if (location.search) {
-      writeForm(fromQuery(data, location.search));
+      var raw = fromQuery(data, location.search);
+      pasted = raw.model === "custom" ? extraOf(new URLSearchParams(location.search).get("extra")) : null;
+      writeForm(raw);
       render();
     }
   }
