@@ -246,6 +246,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
         a = m.arch.attention
         model = {
             "id": m.id,
+            "name": m.name,
             "params": m.params_b,
             "layers": m.arch.layers,
             "heads": m.arch.heads,
@@ -289,8 +290,8 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
         "defaults": {**rules.calculator_defaults, "gpus": default_gpus(catalog)},
         "currency": catalog.snapshot.currency,
         "models": models,
-        "gpus": {c.gpu.id: {"name": c.gpu.name, "memory": c.gpu.memory_gb, "runtimeBytes": c.gpu.runtime_bytes} for c in offered},
-        "configurations": [{"gpu": c.gpu.id, "count": c.count, "price": c.price_per_hour} for c in offered],
+        "gpus": {c.gpu.id: {"memory": c.gpu.memory_gb, "runtimeBytes": c.gpu.runtime_bytes} for c in offered},
+        "configurations": [{"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "price": c.price_per_hour} for c in offered],
         "weightFormats": {
             f.name: {"label": f.label, "bits": f.bits, "scope": f.scope, "runtime": f.runtime, **({"padTo": f.pad_to} if f.pad_to else {})}
             for f in dep.weight_formats.values()

@@ -306,9 +306,10 @@ def test_pasting_a_config_fills_the_fields_and_gives_the_python_result(calculato
     assert total(calculator) == pytest.approx(expected.total_bytes / 1e9, rel=1e-12)
     expect(calculator.locator("#calc-config-error")).to_have_text("")
     # The link keeps what the fields cannot say (Gemma 3's sliding-window layers, its vision tower).
-    state = parse_qs(urlparse(calculator.url).query)
+    extra = json.loads(parse_qs(urlparse(calculator.url).query)["extra"][0])
     attention = counted.arch.attention
-    assert state["extra"] == [f"sliding,{attention.window},{attention.sliding_layers},0,0,0,{counted.vision / 1e9!r}"]
+    assert extra["attention"] == {"kind": "sliding", "window": attention.window, "slidingLayers": attention.sliding_layers, "latent": 0}
+    assert extra["vision"] == counted.vision / 1e9
     calculator.goto(calculator.locator("#calc-link").input_value())
     expect(calculator.locator('[name="model"]')).to_have_value("custom")
     assert total(calculator) == pytest.approx(expected.total_bytes / 1e9, rel=1e-12)
@@ -421,6 +422,7 @@ def test_url_round_trip(calculator: Page, site_url: str):
     calculator.select_option('[name="weights"]', "q4_k_m")
     calculator.select_option('[name="kv"]', "q8_0")
     fill(calculator, "gpus", "5")
+    expect(calculator).to_have_url(re.compile(r"gpus=5"))
     state = parse_qs(urlparse(calculator.url).query)
     assert state["context"] == ["8192"] and state["weights"] == ["q4_k_m"] and state["model"] == ["custom"]
     assert state["kv"] == ["q8_0"] and state["gpus"] == ["5"]

@@ -1,6 +1,5 @@
-// GPU-memory calculator: serving as generator/deployment.py and sizing.deployment_fits compute it,
-// fine-tuning as generator/memory.py, a pasted config.json counted as generator/hf_config.py counts it;
-// every constant comes from the build's JSON (no constant lives here).
+// GPU-memory calculator: serving as generator/deployment.py and sizing.py, fine-tuning as memory.py, a config.json
+// counted as hf_config.py; every constant comes from the build's JSON.
 (function () {
   "use strict";
 
@@ -35,7 +34,7 @@
       return data.gpus[c.gpu].memory * c.count >= need;
     }).map(function (c) {
       var memory = data.gpus[c.gpu].memory * c.count;
-      return { gpu: c.gpu, name: data.gpus[c.gpu].name, count: c.count, memory: memory, price: c.price,
+      return { gpu: c.gpu, name: c.name, count: c.count, memory: memory, price: c.price,
         tight: memory - need < Math.max(data.minFreeFraction * memory, 0) };
     });
   }
@@ -44,7 +43,7 @@
     return data.gpuCounts.filter(function (n) { return heads % n === 0; });
   }
 
-  // ---- Serving: generator/deployment.py, operation for operation ----
+  // Serving: deployment.py, operation for operation.
 
   function byName(list, name) {
     for (var i = 0; i < list.length; i++) if (list[i].name === name) return list[i];
@@ -132,7 +131,7 @@
       var budget = dep.utilization * card;
       if (need.perGpu >= budget) return;
       var roomy = deploymentNeed(data, s, fmt, kv, c.count, s.context, s.batch + data.comfortableRequests, batch);
-      found.push({ gpu: c.gpu, name: data.gpus[c.gpu].name, count: c.count, price: c.price,
+      found.push({ gpu: c.gpu, name: c.name, count: c.count, price: c.price,
         need: need.perGpu, budget: budget, tight: roomy.perGpu >= budget });
     });
     return found.sort(function (x, y) {
@@ -152,7 +151,7 @@
     return need;
   }
 
-  // ---- A pasted config.json: generator/hf_config.count, operation for operation ----
+  // A pasted config.json: hf_config.count, operation for operation.
 
   function isDict(value) { return value !== null && typeof value === "object" && !Array.isArray(value); }
   function has(object, name) { return Object.prototype.hasOwnProperty.call(object, name); }
@@ -175,7 +174,7 @@
     try {
       return countChecked(data.counting, config);
     } catch (error) {
-      if (Array.isArray(error)) return { error: error };  // [message key, values] of a config gpumem cannot count
+      if (Array.isArray(error)) return { error: error };  // [message key, values]
       throw error;
     }
   }
@@ -322,8 +321,7 @@
     else values[field] = v;
   }
 
-  // Every field of a raw state checked: returns {state} or {errors: {field: [key, values]}}.
-  // `pasted` is what a config.json says beyond the fields (attention, shared experts, vision), for a custom model.
+  // A raw state checked: {state} or {errors: {field: [key, values]}}. `pasted`: what a config.json says beyond the fields.
   function validate(data, raw, pasted) {
     var errors = {}, values = {};
     var serving = raw.mode === "serve";
@@ -412,32 +410,21 @@
     return raw;
   }
 
-  // What a pasted config.json says beyond the fields, kept in links as extra=kind,window,slidingLayers,...
-  var EXTRA = ["window", "slidingLayers", "latent", "shared", "denseLayers", "vision"];
-
-  function extraText(pasted) {
-    var a = pasted.attention, e = pasted.experts || {};
-    var values = { window: a.window, slidingLayers: a.slidingLayers, latent: a.latent, shared: e.shared || 0,
-      denseLayers: e.denseLayers || 0, vision: pasted.vision };
-    return [a.kind].concat(EXTRA.map(function (name) { return values[name]; })).join(",");
-  }
-
+  // Links keep what a pasted config.json says beyond the fields (extra=, as JSON); anything else there is ignored.
   function extraOf(text) {
-    var items = String(text || "").split(","), values = {};
-    if (items.length !== EXTRA.length + 1 || ["full", "sliding", "mla"].indexOf(items[0]) < 0) return null;
-    for (var i = 0; i < EXTRA.length; i++) {
-      var v = Number(items[i + 1]);
-      if (items[i + 1] === "" || !isFinite(v) || v < 0 || (EXTRA[i] !== "vision" && Math.floor(v) !== v)) return null;
-      values[EXTRA[i]] = v;
-    }
-    return { attention: { kind: items[0], window: values.window, slidingLayers: values.slidingLayers, latent: values.latent },
-      experts: { shared: values.shared, denseLayers: values.denseLayers }, vision: values.vision };
+    var e = null;
+    try { e = JSON.parse(text); } catch (error) { return null; }
+    var a = isDict(e) && e.attention, x = isDict(e) && e.experts;
+    var numbers = isDict(a) && [a.window, a.slidingLayers, a.latent, e.vision].concat(isDict(x) ? [x.shared, x.denseLayers] : []);
+    var fine = numbers && ["full", "sliding", "mla"].indexOf(a.kind) >= 0 && (x === null || isDict(x)) &&
+      numbers.every(function (v) { return typeof v === "number" && v >= 0; });
+    return fine ? { attention: a, vision: e.vision, experts: x } : null;
   }
 
   function toQuery(raw, pasted) {
     var params = new URLSearchParams();
     FIELDS.forEach(function (f) { params.set(f, raw[f]); });
-    if (pasted && raw.model === "custom") params.set("extra", extraText(pasted));
+    if (pasted && raw.model === "custom") params.set("extra", JSON.stringify(pasted));
     return params.toString();
   }
 
@@ -468,12 +455,9 @@
     }
 
     function formatted(values) {
-      var out = {};
+      var out = {}, show = function (v) { return typeof v === "number" ? number.format(v) : v; };
       Object.keys(values || {}).forEach(function (key) {
-        var v = values[key];
-        out[key] = typeof v === "number" ? number.format(v) : Array.isArray(v) ? v.map(function (x) {
-          return typeof x === "number" ? number.format(x) : x;
-        }).join(", ") : v;
+        out[key] = Array.isArray(values[key]) ? values[key].map(show).join(", ") : show(values[key]);
       });
       return out;
     }
@@ -611,7 +595,7 @@
       });
     }
 
-    // A pasted config.json fills the architecture (and what the fields cannot say, kept aside).
+    // A pasted config.json fills the fields (what they cannot say is kept aside).
     function paste() {
       var box = root.querySelector("#calc-config-error"), area = field("config"), source = area.value.trim();
       var error = null;
