@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -243,3 +244,25 @@ def read_content(path: Path, label: str, problems: Problems) -> ContentPage | No
         return None
     body_line = match.group(0).count("\n") + 1
     return ContentPage(label, meta, text[match.end() :], body_line)
+
+
+def read_measurements(folder: Path, problems: Problems) -> tuple[tuple[dict[str, Any], ...], dict[str, dict[str, Any]]]:
+    """catalogs/measurements/: serving.yaml's points and every config.json they name (none if absent)."""
+    path = folder / "serving.yaml"
+    if not path.is_file():
+        return (), {}
+    data = read_yaml(path, str(path), problems)
+    points = data.get("points") if isinstance(data, dict) else None
+    if not isinstance(points, list) or not all(isinstance(p, dict) for p in points):
+        problems.add_raw(f"{path}:1: points: expected a list of measured points")
+        return (), {}
+    configs = {}
+    for config in sorted((folder / "configs").glob("*.json")):
+        text = read_text(config, str(config), problems)
+        if text is None:
+            continue
+        try:
+            configs[config.stem] = json.loads(text)
+        except json.JSONDecodeError as error:
+            problems.add_raw(f"{config}:{error.lineno}:{error.colno}: JSON syntax error: {error.msg}")
+    return tuple(points), configs

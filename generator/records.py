@@ -206,6 +206,9 @@ class Catalog:
     rules: Rules
     snapshot: Snapshot
     earlier_snapshots: tuple[str, ...] = ()
+    # Measured serving memory (catalogs/measurements/): the points as written and each config.json.
+    measured_points: tuple[dict[str, Any], ...] = ()
+    measured_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def model(self, model_id: str) -> Model:
         return next(m for m in self.models if m.id == model_id)
