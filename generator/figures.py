@@ -39,7 +39,7 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         shop=shop,
         main=main_guide(catalog, shop),
         vram=vram_guide(catalog, shop),
-        sizing=sizing_guide(catalog),
+        sizing=sizing_guide(catalog, shop),
         calculator=calculator_page(catalog, shop),
         prices=prices_page(catalog, shop),
         models={m.id: model_page(catalog, shop, m) for m in catalog.models},

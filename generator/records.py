@@ -144,6 +144,7 @@ class Rules:
     card_sizes_gb: tuple[float, ...]
     weights_table_sizes_b: tuple[float, ...]
     chart_contexts: tuple[int, ...]
+    model_formats: tuple[str, ...]
     example_model: str
     example_size_b: float
     heads_gpu: str
