@@ -25,6 +25,7 @@ from .load import (
     LineDict,
     check_translations,
     read_content,
+    read_measurements,
     read_taken_at,
     read_yaml,
     snapshot_files,
@@ -256,7 +257,10 @@ def read_catalog(catalogs: Path, prices: Path | None, problems: Problems, now: d
     if problems.found or rules is None or snapshot is None:
         return None
     earlier = tuple(stamp.path.stem for stamp in others if stamp.moment != snapshot.taken_at)
-    return Catalog(models, gpus, rules, snapshot, earlier)
+    points, configs = read_measurements(catalogs / "measurements", problems)
+    if problems.found:
+        return None
+    return Catalog(models, gpus, rules, snapshot, earlier, points, configs)
 
 
 def load_catalog(catalogs: Path, prices: Path | None = None, now: datetime | None = None) -> Catalog:
@@ -479,6 +483,7 @@ def fingerprint(inputs: Inputs) -> str:
     snapshot = options.prices or options.catalogs / "prices" / f"{inputs.catalog.snapshot.name}.yaml"
     folders = {"content": options.content, "templates": options.templates, "translations": options.translations, "code": CODE}
     named = [(f"catalogs/{name}.yaml", options.catalogs / f"{name}.yaml") for name in ("models", "gpus", "rules")]
+    folders["measurements"] = options.catalogs / "measurements"
     named.append(("snapshot", snapshot))
     for label, folder in folders.items():
         for path in sorted(folder.rglob("*")):

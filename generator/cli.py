@@ -53,9 +53,12 @@ def main(project: Path | None) -> None:
 @source_options
 @click.option("--out", type=PATH, help="Output folder (default: the project's site/).")
 @click.option("--force", is_flag=True, help="Render every page even when the inputs are unchanged since the last build.")
-def build_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None, force: bool) -> None:
+@click.option("--jobs", type=click.IntRange(1, 64), help="Rendering processes (default: 2 where fork exists and 2 CPUs are free, else 1).")
+def build_command(
+    catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None, force: bool, jobs: int | None
+) -> None:
     """Build the site; rewrite only files whose bytes change, remove only files gpumem wrote."""
-    result = build(options_from(catalogs, content, prices, strict, out, force=force, jobs=parallel_jobs()), report=say)
+    result = build(options_from(catalogs, content, prices, strict, out, force=force, jobs=jobs or parallel_jobs()), report=say)
     warn(result.warnings)
     summary = result.summary
     click.echo(

@@ -7,6 +7,7 @@ compute_calculator.py; figures.py gathers them all once per build.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -95,6 +96,9 @@ class Shop:
                     self.catalog.gpus, self.catalog.snapshot.offers, max(rules.gpu_counts), need_gb
                 )
                 choice = sizing.smallest_configuration(need_gb, (), heads=heads, extra_gb=extra_gb, min_free_fraction=free, beyond=beyond)
+                if not choice.options:
+                    short = sizing.shortfall(self.catalog.gpus, self.catalog.snapshot.offers, max(rules.gpu_counts), need_gb)
+                    choice = dataclasses.replace(choice, short=short)
             self._choices[key] = choice
         return self._choices[key]
 
@@ -139,7 +143,7 @@ def comfort_gb(catalog: Catalog, model: Model) -> float:
 
 def fits(need_gb: float, gpu: Gpu) -> bool:
     """Whether one such GPU holds the need."""
-    return need_gb <= gpu.memory_gb
+    return need_gb < gpu.memory_gb  # at 100 % it does not fit
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from . import memory, sizing
 from .compute import Cell, Need, OnOffer, Row, Shop, Table, comfort_gb, fits, plain_kv_bytes_per_token
-from .records import Catalog, Gpu, Model, SizeClass
-from .sizing import Choice
+from .records import Catalog, Gpu, Model, SizeClass, WeightFormat
+from .sizing import Choice, Configuration
 
 
 def serving_table(catalog: Catalog, shop: Shop) -> Table:
@@ -262,11 +262,19 @@ def vram_guide(catalog: Catalog, shop: Shop) -> VramGuide:
 
 @dataclass(frozen=True)
 class CardFit:
-    """The best precision a model serves at on one card of a size, and whether it is tight."""
+    """A model on one card of a size (page context, one request): the formats that fit it
+    comfortably and those that fit only tightly, by the deployment model."""
 
-    precision: str | None
-    need_gb: float
-    tight: bool
+    comfortable: tuple[WeightFormat, ...]
+    tight: tuple[WeightFormat, ...]
+
+
+@dataclass(frozen=True)
+class SizeCard:
+    """The card a size stands for: the cheapest GPU on offer with that much memory (or any in the catalog)."""
+
+    size_gb: float
+    gpu: Gpu
 
 
 @dataclass(frozen=True)
@@ -276,6 +284,12 @@ class WeightsFit:
     precision: str
     gb: float
     fits: bool
+
+
+@dataclass(frozen=True)
+class SizedModel:
+    label: str
+    model: Model
 
 
 @dataclass(frozen=True)
@@ -296,7 +310,8 @@ class SizingGuide:
     large_tokens: int
     busy_requests: int
     card_sizes: tuple[float, ...]
-    fits: tuple[tuple[Model, tuple[CardFit, ...]], ...]
+    cards: tuple[SizeCard, ...]
+    fits: tuple[tuple[SizedModel, tuple[CardFit, ...]], ...]
     multi_gpu_counts: tuple[int, ...] = ()
 
     @property
@@ -305,22 +320,47 @@ class SizingGuide:
         return self.seventy_bf16_gb <= self.largest_card_gb
 
 
-def card_fit(catalog: Catalog, model: Model, card_gb: float) -> CardFit:
-    """The widest serving precision whose detailed total (page context, one request) fits the card."""
+def size_models(catalog: Catalog) -> tuple[SizedModel, ...]:
+    """The guide tables' size classes with their representative models."""
+    return tuple(SizedModel(size.label, catalog.model(size.model)) for size in catalog.rules.size_classes)
+
+
+def size_cards(catalog: Catalog, shop: Shop) -> tuple[SizeCard, ...]:
+    """For each card size the guides discuss, the GPU whose runtime memory stands for it."""
+    cards = []
+    for size in catalog.rules.card_sizes_gb:
+        same = [g for g in catalog.gpus if g.memory_gb == size]
+        on_offer = sorted((shop.markets[g.id].lowest_price, g.id, g) for g in same if g.id in shop.markets)
+        if on_offer or same:
+            cards.append(SizeCard(size, on_offer[0][2] if on_offer else same[0]))
+    return tuple(cards)
+
+
+def card_fit(catalog: Catalog, model: Model, gpu: Gpu) -> CardFit:
+    """Which of the page formats fit one such card, comfortably or tightly (the fit rule of sizing.py)."""
     rules = catalog.rules
-    for precision in rules.serving_precisions:
-        total = memory.serving_breakdown(rules, model.arch, model.params_b, precision, "bf16", rules.fit_context, 1).total
-        if total <= card_gb:
-            return CardFit(precision, total, sizing.is_tight(total, card_gb, comfort_gb(catalog, model), rules.min_free_fraction))
-    return CardFit(None, 0.0, False)
+    assert rules.deployment is not None
+    tokens = min(rules.fit_context, model.native_context)
+    formats = [rules.deployment.weight_formats[name] for name in rules.model_formats]
+    configuration = Configuration(gpu, 1, 0.0)
+    kv = rules.deployment.kv_formats["bf16"]
+    fits = {
+        fmt.name: found[0]
+        for fmt in formats
+        if (found := sizing.deployment_fits(rules.deployment, model, fmt, kv, tokens, 1, (configuration,), rules.comfortable_requests))
+    }
+    comfortable = tuple(fmt for fmt in formats if fmt.name in fits and fits[fmt.name].comfortable)
+    tight = tuple(fmt for fmt in formats if fmt.name in fits and not fits[fmt.name].comfortable)
+    return CardFit(comfortable, tight)
 
 
-def sizing_guide(catalog: Catalog) -> SizingGuide:
+def sizing_guide(catalog: Catalog, shop: Shop) -> SizingGuide:
     """The sizing article: weights per size, the cache under concurrency and what fits per card size."""
     rules = catalog.rules
     kv16, kv8 = rules.kv_precisions["bf16"], rules.kv_precisions["fp8"]
     example = catalog.model(rules.example_model)
     small, large = rules.fit_context, rules.busy_context
+    cards = size_cards(catalog, shop)
     weights = tuple(
         (size, tuple(memory.weights_gb(size, rules.precisions[p]) for p in rules.serving_precisions))
         for size in rules.weights_table_sizes_b
@@ -344,6 +384,7 @@ def sizing_guide(catalog: Catalog) -> SizingGuide:
         large_tokens=large,
         busy_requests=rules.busy_requests,
         card_sizes=rules.card_sizes_gb,
-        fits=tuple((m, tuple(card_fit(catalog, m, c) for c in rules.card_sizes_gb)) for m in catalog.models),
+        cards=cards,
+        fits=tuple((size, tuple(card_fit(catalog, size.model, card.gpu) for card in cards)) for size in size_models(catalog)),
         multi_gpu_counts=tuple(n for n in rules.gpu_counts if n > 1),
     )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import memory, sizing
+from . import deployment, memory, sizing
 from .compute import Need, OnOffer, Shop, comfort_gb, plain_kv_bytes_per_token
-from .records import Catalog, Gpu, Model
-from .sizing import Choice, Market
+from .deployment import Deployment
+from .records import Catalog, Gpu, KvFormat, Model, WeightFormat
+from .sizing import Choice, Fit, Market, deployment_fits
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,85 @@ class ContextFigures:
     serving_many: memory.Breakdown
     choice_one: Choice
     choice_many: Choice
+
+
+@dataclass(frozen=True)
+class FormatFit:
+    """A model in one weight format, on one GPU at the page's context with one request: what the
+    deployment model counts, the rule of thumb beside it, and the cheapest configurations on offer."""
+
+    fmt: WeightFormat
+    need: Deployment
+    rule_gb: float
+    cheapest: Fit | None
+    cheapest_comfortable: Fit | None
+
+    @property
+    def need_gb(self) -> float:
+        return self.need.total_bytes_per_gpu / 1e9
+
+    @property
+    def difference(self) -> float:
+        """How far the deployment figure is from the rule of thumb (0.1 is 10 % more)."""
+        return self.need_gb / self.rule_gb - 1
+
+
+@dataclass(frozen=True)
+class DeployedContext:
+    """The release format at one context: per-GPU totals for one and several requests, and where they fit."""
+
+    tokens: int
+    one: Deployment
+    many: Deployment
+    fit_one: Fit | None
+    fit_many: Fit | None
+
+
+def rule_precision(fmt: WeightFormat) -> str:
+    """The rule-of-thumb precision a format compares with: 32, 16, 8 or 4 bits per weight."""
+    return "fp32" if fmt.bits >= 24 else "bf16" if fmt.bits >= 12 else "fp8" if fmt.bits >= 6 else "int4"
+
+
+def page_context(catalog: Catalog, model: Model) -> int:
+    """The context the pages size a model at: the rules' context, or the model's own when shorter."""
+    return min(catalog.rules.fit_context, model.native_context)
+
+
+def format_fits(catalog: Catalog, shop: Shop, model: Model, fmt: WeightFormat, tokens: int, requests: int) -> tuple[Fit, ...]:
+    rules = catalog.rules
+    assert rules.deployment is not None
+    kv = rules.deployment.kv_formats["bf16"]
+    return deployment_fits(rules.deployment, model, fmt, kv, tokens, requests, shop.configurations, rules.comfortable_requests)
+
+
+def format_fit(catalog: Catalog, shop: Shop, model: Model, fmt: WeightFormat) -> FormatFit:
+    """One format at the page's context: its per-GPU need on one card and its cheapest fits."""
+    rules = catalog.rules
+    assert rules.deployment is not None
+    tokens = page_context(catalog, model)
+    large = deployment.Batch(rules.deployment.large_batch_tokens, rules.deployment.large_batch_sequences)
+    need = deployment.deployment(rules.deployment, model, fmt, rules.deployment.kv_formats["bf16"], 1, tokens, 1, large)
+    fits = format_fits(catalog, shop, model, fmt, tokens, 1)
+    rule = memory.serving_gb(rules, model.params_b, rule_precision(fmt))
+    comfortable = next((fit for fit in fits if fit.comfortable), None)
+    return FormatFit(fmt, need, rule, fits[0] if fits else None, comfortable)
+
+
+def deployed_contexts(catalog: Catalog, shop: Shop, model: Model) -> tuple[DeployedContext, ...]:
+    """The release format at each page context up to the model's own: one and several requests."""
+    rules = catalog.rules
+    assert rules.deployment is not None
+    fmt = rules.deployment.weight_formats[model.release]
+    kv = rules.deployment.kv_formats["bf16"]
+    large = deployment.Batch(rules.deployment.large_batch_tokens, rules.deployment.large_batch_sequences)
+    found = []
+    for tokens in (t for t in rules.model_contexts if t <= model.native_context):
+        one = deployment.deployment(rules.deployment, model, fmt, kv, 1, tokens, 1, large)
+        many = deployment.deployment(rules.deployment, model, fmt, kv, 1, tokens, rules.page_requests, large)
+        fits_one = format_fits(catalog, shop, model, fmt, tokens, 1)
+        fits_many = format_fits(catalog, shop, model, fmt, tokens, rules.page_requests)
+        found.append(DeployedContext(tokens, one, many, fits_one[0] if fits_one else None, fits_many[0] if fits_many else None))
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -38,11 +118,17 @@ class ModelPage:
     valid_counts: tuple[int, ...]
     breakdown: memory.Breakdown
     requests: int
+    formats: tuple[FormatFit, ...] = ()
+    deployed: tuple[DeployedContext, ...] = ()
+    tp_counts: tuple[int, ...] = ()
+    context: int = 0
 
 
 def model_page(catalog: Catalog, shop: Shop, model: Model) -> ModelPage:
     """Weights, serving, cache per context, fine-tuning and GPU choices for one model."""
     rules, arch = catalog.rules, model.arch
+    assert rules.deployment is not None
+    formats = rules.deployment.weight_formats
     kv16 = rules.kv_precisions["bf16"]
     extra = comfort_gb(catalog, model)
     weights = tuple(
@@ -84,18 +170,24 @@ def model_page(catalog: Catalog, shop: Shop, model: Model) -> ModelPage:
         valid_counts=sizing.valid_counts(rules.gpu_counts, arch.heads),
         breakdown=memory.serving_breakdown(rules, arch, model.params_b, "bf16", "bf16", rules.fit_context, 1),
         requests=rules.page_requests,
+        formats=tuple(format_fit(catalog, shop, model, formats[name]) for name in dict.fromkeys((model.release, *rules.model_formats))),
+        deployed=deployed_contexts(catalog, shop, model),
+        tp_counts=deployment.valid_gpu_counts(arch, rules.gpu_counts),
+        context=page_context(catalog, model),
     )
 
 
 @dataclass(frozen=True)
 class GpuFit:
-    """One model at one precision on one GPU (page context, one request)."""
+    """One model in one weight format on one card (page context, one request), by the deployment model."""
 
-    precision: str
+    fmt: str
     need_gb: float
-    tight: bool
+    share: float
+    comfortable: bool
     max_context: int
     requests: int
+    context: int
 
 
 @dataclass(frozen=True)
@@ -112,6 +204,8 @@ class GpuPage:
     market: Market | None
     rows: tuple[GpuModelRow, ...]
     offer: OnOffer | None = None
+    formats: tuple[WeightFormat, ...] = ()
+    budget_bytes: float = 0.0
 
     @property
     def fitting(self) -> tuple[GpuModelRow, ...]:
@@ -122,30 +216,55 @@ class GpuPage:
         return tuple(row for row in self.rows if not any(row.fits))
 
 
-def gpu_fit(catalog: Catalog, gpu: Gpu, model: Model, precision: str) -> GpuFit | None:
-    """Serving on one card at the page's context: fits, tight, longest context and concurrency."""
-    rules, arch = catalog.rules, model.arch
-    kv16 = rules.kv_precisions["bf16"]
-    serving = memory.serving_breakdown(rules, arch, model.params_b, precision, "bf16", rules.fit_context, 1)
-    if serving.total > gpu.memory_gb:
+def gpu_fit(catalog: Catalog, gpu: Gpu, model: Model, fmt: WeightFormat) -> GpuFit | None:
+    """Serving on one card: the per-GPU need, comfortable or tight, the longest context one request
+    can hold and how many requests of the page's context fit at once; None when it does not fit."""
+    rules = catalog.rules
+    assert rules.deployment is not None
+    card, kv = gpu.runtime_bytes, rules.deployment.kv_formats["bf16"]
+    if fmt.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, 1):
         return None
-    budget = (gpu.memory_gb / (1 + rules.runtime_overhead) - serving.weights) * memory.BYTES_PER_GB
-    tight = sizing.is_tight(serving.total, gpu.memory_gb, comfort_gb(catalog, model), rules.min_free_fraction)
+    batch = deployment.batch_defaults(rules.deployment, card, gpu.id)
+    tokens = page_context(catalog, model)
+    need = deployment.deployment(rules.deployment, model, fmt, kv, 1, tokens, 1, batch)
+    budget = deployment.budget_bytes(rules.deployment, card)
+    if need.total_bytes_per_gpu >= budget:
+        return None
+    free = budget - need.weights_bytes_per_gpu - need.runtime_bytes_per_gpu
+    per_request = need.kv_cache_bytes_per_gpu
+    requests = int(free // per_request)
+    longest = _longest_context(model, kv, free, fmt.runtime)
     return GpuFit(
-        precision=precision,
-        need_gb=serving.total,
-        tight=tight,
-        max_context=memory.max_context_tokens(arch, kv16, budget, model.native_context),
-        requests=memory.requests_that_fit(arch, kv16, budget, rules.fit_context),
+        fmt.name,
+        need.total_bytes_per_gpu / 1e9,
+        need.total_bytes_per_gpu / budget,
+        requests > rules.comfortable_requests,
+        longest,
+        requests,
+        tokens,
     )
+
+
+def _longest_context(model: Model, kv: KvFormat, free: float, runtime: str) -> int:
+    """The longest context (up to the model's own) whose cache for one request fits `free` bytes."""
+    low, high = 1, model.native_context
+    while low < high:
+        middle = (low + high + 1) // 2
+        if deployment.kv_cache_bytes_per_gpu(model.arch, kv, middle, 1, 1, runtime) <= free:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def gpu_page(catalog: Catalog, shop: Shop, gpu: Gpu) -> GpuPage:
-    """A GPU's market and, for every catalog model, how it serves on one card."""
-    rows = tuple(
-        GpuModelRow(model, tuple(gpu_fit(catalog, gpu, model, p) for p in catalog.rules.serving_precisions)) for model in catalog.models
-    )
-    return GpuPage(gpu, shop.markets.get(gpu.id), rows, shop.on_offer(gpu))
+    """A GPU's market and, for every catalog model, how it serves on one card in the page formats."""
+    rules = catalog.rules
+    assert rules.deployment is not None
+    formats = tuple(rules.deployment.weight_formats[name] for name in rules.model_formats)
+    rows = tuple(GpuModelRow(model, tuple(gpu_fit(catalog, gpu, model, fmt) for fmt in formats)) for model in catalog.models)
+    budget = deployment.budget_bytes(rules.deployment, gpu.runtime_bytes)
+    return GpuPage(gpu, shop.markets.get(gpu.id), rows, shop.on_offer(gpu), formats, budget)
 
 
 @dataclass(frozen=True)

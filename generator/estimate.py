@@ -13,7 +13,7 @@ from . import deployment
 from .build import load_catalog
 from .errors import BuildError, Problems
 from .hf_config import model_from_config
-from .load import read_text
+from .load import parse_json, read_text
 from .records import Catalog, DeploymentRules, Model
 from .sizing import Fit, deployment_fits, offered_configurations
 from .validate import Invalid
@@ -55,12 +55,7 @@ def read_config(path: Path) -> dict[str, Any]:
     text = read_text(path, str(path), problems)
     problems.raise_if_any()
     assert text is not None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise BuildError([f"{path}:{error.lineno}:{error.colno}: JSON syntax error: {error.msg}"]) from None
-    except RecursionError:
-        raise BuildError([f"{path}: JSON nested too deeply to read"]) from None
+    data = parse_json(text, str(path), "a config.json is one object of numbers")
     if not isinstance(data, dict):
         raise BuildError([f"{path}: expected a JSON object (a config.json)"])
     return data

@@ -9,6 +9,7 @@ from .compute import Shop
 from .compute_calculator import CalculatorPage, calculator_data, calculator_page
 from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
 from .compute_pages import GpuPage, ModelPage, PricesPage, gpu_page, model_page, prices_page
+from .measured import Row, Summary, rows, summaries
 from .records import Catalog
 
 
@@ -25,19 +26,25 @@ class SiteFigures:
     models: dict[str, ModelPage]
     gpus: dict[str, GpuPage]
     calculator_json: str
+    measured: tuple[Row, ...] = ()  # the deployment model against measured logs (methodology page)
+    measured_summary: tuple[Summary, ...] = ()
 
 
 def site_figures(catalog: Catalog) -> SiteFigures:
     """Every page's figures, computed once from the catalog and its snapshot."""
     shop = Shop(catalog)
+    deployment = catalog.rules.deployment
+    checks = rows(list(catalog.measured_points), catalog.measured_configs, deployment) if deployment else ()
     return SiteFigures(
         shop=shop,
         main=main_guide(catalog, shop),
         vram=vram_guide(catalog, shop),
-        sizing=sizing_guide(catalog),
+        sizing=sizing_guide(catalog, shop),
         calculator=calculator_page(catalog, shop),
         prices=prices_page(catalog, shop),
         models={m.id: model_page(catalog, shop, m) for m in catalog.models},
         gpus={g.id: gpu_page(catalog, shop, g) for g in catalog.gpus},
         calculator_json=json.dumps(calculator_data(catalog, shop), sort_keys=True, separators=(",", ":")),
+        measured=checks,
+        measured_summary=summaries(checks),
     )

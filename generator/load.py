@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,7 +14,7 @@ from typing import Any
 import yaml
 from babel.messages.pofile import read_po
 
-from .errors import Problems
+from .errors import BuildError, Problems
 
 
 class LineDict(dict):
@@ -243,3 +244,38 @@ def read_content(path: Path, label: str, problems: Problems) -> ContentPage | No
         return None
     body_line = match.group(0).count("\n") + 1
     return ContentPage(label, meta, text[match.end() :], body_line)
+
+
+def parse_json(text: str, label: str, shape: str) -> Any:
+    """JSON text, or one problem line naming the file: a syntax error with its line and column,
+    nesting too deep to read, or a number too long to convert. `shape` says what was expected."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BuildError([f"{label}:{error.lineno}:{error.colno}: JSON syntax error: {error.msg}"]) from None
+    except RecursionError:
+        raise BuildError([f"{label}: JSON nested too deeply to read ({shape})"]) from None
+    except ValueError as error:  # a number of more than 4,300 digits
+        raise BuildError([f"{label}: JSON value out of range: {str(error).split(';')[0]}"]) from None
+
+
+def read_measurements(folder: Path, problems: Problems) -> tuple[tuple[dict[str, Any], ...], dict[str, dict[str, Any]]]:
+    """catalogs/measurements/: serving.yaml's points and every config.json they name (none if absent)."""
+    path = folder / "serving.yaml"
+    if not path.is_file():
+        return (), {}
+    data = read_yaml(path, str(path), problems)
+    points = data.get("points") if isinstance(data, dict) else None
+    if not isinstance(points, list) or not all(isinstance(p, dict) for p in points):
+        problems.add_raw(f"{path}:1: points: expected a list of measured points")
+        return (), {}
+    configs = {}
+    for config in sorted((folder / "configs").glob("*.json")):
+        text = read_text(config, str(config), problems)
+        if text is None:
+            continue
+        try:
+            configs[config.stem] = parse_json(text, str(config), "a config.json is one object of numbers")
+        except BuildError as error:
+            problems.add_raw(error.lines[0])
+    return tuple(points), configs

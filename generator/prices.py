@@ -20,7 +20,7 @@ from . import compute
 from .build import load_catalog, read_catalog_files, read_stamp
 from .errors import BuildError, Problems
 from .figures import site_figures
-from .load import parse_yaml, snapshot_files, snapshot_name
+from .load import parse_json, parse_yaml, snapshot_files, snapshot_name
 from .records import Catalog, Gpu, Offer, Rules
 from .render import Formats
 from .sizing import Choice
@@ -87,14 +87,7 @@ def read_export(path: Path, kind: str, problems: Problems) -> tuple[list[Row], A
     data = read_text(path)
     if kind == "csv":
         return _read_csv(path, data, problems)
-    try:
-        document = json.loads(data)
-    except json.JSONDecodeError as error:
-        raise BuildError([f"{path}:{error.lineno}:{error.colno}: JSON syntax error: {error.msg}"]) from None
-    except RecursionError:
-        raise BuildError([f"{path}: JSON nested too deeply to read (an export is a list of offers, each an object of values)"]) from None
-    except ValueError as error:  # a number of more than 4,300 digits
-        raise BuildError([f"{path}: JSON value out of range: {str(error).split(';')[0]}"]) from None
+    document = parse_json(data, str(path), "an export is a list of offers, each an object of values")
     stamp = next((document.get(f) for f in TIME_FIELDS if isinstance(document, dict) and document.get(f)), None)
     items = document.get("offers") if isinstance(document, dict) else document
     if not isinstance(items, list):

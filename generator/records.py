@@ -144,6 +144,7 @@ class Rules:
     card_sizes_gb: tuple[float, ...]
     weights_table_sizes_b: tuple[float, ...]
     chart_contexts: tuple[int, ...]
+    model_formats: tuple[str, ...]
     example_model: str
     example_size_b: float
     heads_gpu: str
@@ -206,6 +207,9 @@ class Catalog:
     rules: Rules
     snapshot: Snapshot
     earlier_snapshots: tuple[str, ...] = ()
+    # Measured serving memory (catalogs/measurements/): the points as written and each config.json.
+    measured_points: tuple[dict[str, Any], ...] = ()
+    measured_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def model(self, model_id: str) -> Model:
         return next(m for m in self.models if m.id == model_id)

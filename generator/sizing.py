@@ -42,12 +42,24 @@ class Configuration:
 
 
 @dataclass(frozen=True)
+class Shortfall:
+    """A need beyond the snapshot: the machines of one GPU it would take, and how many are on offer."""
+
+    gpu: Gpu
+    count: int
+    machines: int
+    offered: int
+
+
+@dataclass(frozen=True)
 class Choice:
-    """The smallest configuration that holds a need, and every GPU that gives the same one."""
+    """The smallest configuration that holds a need, and every GPU that gives the same one; past
+    everything on offer, what it would take (`short`)."""
 
     need_gb: float
     options: tuple[Configuration, ...]
     tight: bool = False
+    short: Shortfall | None = None
 
     @property
     def best(self) -> Configuration | None:
@@ -101,10 +113,26 @@ def multi_machine_configurations(gpus: Iterable[Gpu], offers: Iterable[Offer], c
     found = []
     for gpu in gpus:
         prices = sorted(o.price_per_gpu_hour for o in offers if o.gpu == gpu.id and o.gpus >= count)
-        machines = math.ceil(need_gb / (gpu.memory_gb * count))
+        machines = machines_beyond(need_gb, gpu, count)
         if prices and machines <= len(prices):
             found.append(Configuration(gpu, count, count * sum(prices[:machines]), machines))
     return tuple(found)
+
+
+def machines_beyond(need_gb: float, gpu: Gpu, count: int) -> int:
+    """Machines of `count` GPUs whose memory exceeds the need: a need equal to it does not fit."""
+    return math.floor(need_gb / (gpu.memory_gb * count)) + 1
+
+
+def shortfall(gpus: Iterable[Gpu], offers: Iterable[Offer], count: int, need_gb: float) -> Shortfall | None:
+    """The GPU on offer in machines of `count` that would take the fewest machines, and how many that is."""
+    offers = tuple(offers)
+    found = []
+    for gpu in gpus:
+        offered = sum(1 for o in offers if o.gpu == gpu.id and o.gpus >= count)
+        if offered:
+            found.append(Shortfall(gpu, count, machines_beyond(need_gb, gpu, count), offered))
+    return min(found, key=lambda s: (s.machines, s.gpu.id), default=None)
 
 
 def valid_counts(counts: Iterable[int], heads: int | None) -> tuple[int, ...]:
@@ -131,9 +159,9 @@ def smallest_configuration(
     `beyond` are multi-machine configurations, considered only when no single machine holds it.
     """
     allowed = [c for c in configurations if heads is None or heads % c.count == 0]
-    holding = [c for c in allowed if c.memory_gb >= need_gb]
+    holding = [c for c in allowed if c.memory_gb > need_gb]  # at 100 % it does not fit
     if not holding:
-        holding = [c for c in beyond if c.memory_gb >= need_gb and (heads is None or heads % c.count == 0)]
+        holding = [c for c in beyond if c.memory_gb > need_gb and (heads is None or heads % c.count == 0)]
     if not holding:
         return Choice(need_gb, ())
     best = min(holding, key=Configuration.order)

@@ -468,6 +468,7 @@ RULE_FIELDS: tuple[tuple[str, str, str, Any], ...] = (
     ("card_sizes_gb", "pages", "card_sizes_gb", number_list(positive_number)),
     ("weights_table_sizes_b", "pages", "weights_table_sizes_b", number_list(positive_number)),
     ("chart_contexts", "pages", "chart_contexts", number_list(positive_int)),
+    ("model_formats", "pages", "model_formats", text_list),
     ("example_model", "guides", "example_model", "model"),
     ("example_size_b", "guides", "example_size_b", positive_number),
     ("heads_gpu", "guides", "heads_gpu", "gpu"),
@@ -528,6 +529,14 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         calculator_defaults=_calculator_defaults(calculator, precisions or {}, kv_precisions or {}, kinds["model"]) if calculator else None,
         deployment=read_deployment(top, sources),
     )
+    known = values["deployment"].weight_formats if values["deployment"] else {}
+    for name in values["model_formats"] or ():
+        if known and name not in known:
+            top.report(
+                data["pages"].line_of("model_formats"),
+                "pages.model_formats",
+                f"unknown weight format {name!r} (not in deployment.weight_formats)",
+            )
     if precisions is None or kv_precisions is None or top.failed or any(value is None for value in values.values()):
         return None
     if any(value is None for value in values["calculator_limits"].values()):

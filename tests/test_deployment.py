@@ -10,10 +10,11 @@ import pytest
 from gpumem import deployment as engine
 from gpumem.build import load_catalog
 from gpumem.hf_config import count, model_from_config
+from gpumem.measured import BOUNDS
 from gpumem.records import Architecture, Attention
 from gpumem.validate import Invalid
 
-from .measurements.compare import BOUNDS, all_rows, points, table
+from .measurements.compare import all_rows, points, table
 from .project import CATALOGS
 
 CATALOG = load_catalog(CATALOGS)

@@ -1,0 +1,75 @@
+"""Model pages, GPU pages and the sizing guide size workloads with the deployment model."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from gpumem import deployment
+from gpumem.build import load_catalog
+
+from .project import CATALOGS
+
+
+def text(site: Path, page: str, start: str, end: str) -> str:
+    """A page's words between two markers, tags dropped and white space folded."""
+    html = (site / page / "index.html").read_text()
+    part = html[html.index(start) : html.index(end, html.index(start))]
+    return " ".join(re.sub(r"<[^>]+>", " ", part).replace("&#39;", "'").split())
+
+
+def test_a_model_page_leads_with_its_release_format_and_the_cheapest_fit(built_site):
+    words = text(built_site, "en/models/gpt-oss-120b", 'id="deployment"', 'id="deployed-table"')
+    assert "gpt-oss-120b is released in MXFP4." in words
+    assert (
+        "MXFP4 69.3 GB 70.1 GB 4 × RTX 3090, 20.8 GB per GPU $0.76 per hour comfortable: also holds 3 more requests of 8,192 tokens"
+        in words
+    )
+    rows = text(built_site, "en/models/llama-3.1-8b", 'id="formats-table"', "</table>")
+    assert rows.split(" Cheapest configuration on offer, memory per GPU ")[1].split(" GGUF")[0] == (
+        "BF16 16.1 GB 19.3 GB 1 × RTX 3090, 18.3 GB per GPU $0.19 per hour comfortable: also holds 3 more requests of 8,192 tokens "
+        "FP8 9.1 GB 9.6 GB 1 × RTX 3090, 11.3 GB per GPU $0.19 per hour comfortable: also holds 3 more requests of 8,192 tokens "
+        "AWQ 4-bit 5.7 GB 4.8 GB 1 × RTX 3090, 7.9 GB per GPU $0.19 per hour comfortable: also holds 3 more requests of 8,192 tokens"
+    )
+
+
+def test_a_model_is_sized_at_its_own_context_when_shorter():
+    """Llama 2 7B reads 4,096 tokens: the pages never size it at 8,192."""
+    catalog = load_catalog(CATALOGS)
+    from gpumem.compute_pages import page_context
+
+    assert page_context(catalog, catalog.model("llama-2-7b")) == 4096
+
+
+def test_the_tight_tag_says_what_tight_means(built_site):
+    words = text(built_site, "en/models/llama-2-7b", 'id="formats-table"', "</table>")
+    assert (
+        "BF16 13.5 GB 16.2 GB 1 × RTX 3090, 16.4 GB per GPU $0.19 per hour tight: holds these requests, not 3 more of 4,096 tokens" in words
+    )
+
+
+def test_impossible_gpu_counts_are_explained(built_site):
+    words = text(built_site, "en/models/phi-4", 'id="gpus"', "</p>")
+    assert "a count works when it divides the heads and either divides the key-value heads or is a multiple of them." in words
+    assert "For this model that is 1 or 2 GPUs; vLLM refuses to start on other counts." in words
+
+
+def test_a_gpu_page_counts_with_the_memory_the_runtime_sees(built_site):
+    catalog = load_catalog(CATALOGS)
+    budget = deployment.budget_bytes(catalog.rules.deployment, catalog.gpu("rtx-4090").runtime_bytes)
+    assert round(budget / 1e9, 1) == 22.8
+    words = text(built_site, "en/gpus/rtx-4090", 'id="models"', "</table>")
+    assert "must fit within 90% of the 25.4 GB the runtime sees." in words
+    assert (
+        "Llama 3.1 8B 18.3 GB up to 43,196 tokens 5 requests of 8,192 tokens at once comfortable: also holds 3 more requests of 8,192 tokens"
+        in words
+    )
+
+
+def test_the_sizing_guide_splits_comfortable_and_tight_per_card(built_site):
+    words = text(built_site, "en/guides/inference-sizing", "Formats that fit one card", "</table>")
+    assert "24 GB (RTX 3090) 48 GB (L40S) 96 GB (RTX PRO 6000) fits comfortably fits tightly fits comfortably fits tightly" in words
+    assert "70B Llama 3.3 70B Instruct — — — — FP8, AWQ 4-bit, and GGUF Q4_K_M — 405B Llama 3.1 405B — — — — — —" in words
+    assert "14B Qwen2.5 14B (Instruct) AWQ 4-bit and GGUF Q4_K_M FP8 BF16, FP8, AWQ 4-bit, and GGUF Q4_K_M —" in words
+    spanish = text(built_site, "es/guias/dimensionar-inferencia", "Formatos que caben", "</table>")
+    assert "cabe con holgura cabe justo" in spanish
