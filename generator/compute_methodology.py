@@ -36,7 +36,7 @@ class Source:
 
 
 def label(url: str) -> str:
-    """'arXiv:2305.14314', 'docs.vllm.ai/…/fp8.html' or 'aimultiple.com/gpu-index'."""
+    """'arXiv:2305.14314', 'docs.vllm.ai/…/fp8.html', 'github.com/…/issues/21' or 'aimultiple.com/gpu-index'."""
     paper = re.fullmatch(r"https://arxiv\.org/abs/(\d{4}\.\d{4,5})", url)
     if paper:
         return f"arXiv:{paper.group(1)}"
@@ -44,7 +44,10 @@ def label(url: str) -> str:
     parts = [part for part in path.split("#", 1)[0].split("/") if part]
     if not parts:
         return host
-    return f"{host}/{parts[0]}" if len(parts) == 1 else f"{host}/…/{parts[-1]}"
+    if len(parts) == 1:
+        return f"{host}/{parts[0]}"
+    tail = "/".join(parts[-2:]) if parts[-1].isdigit() else parts[-1]  # an issue or pull request: issues/21
+    return f"{host}/…/{tail}"
 
 
 def links_in(text: str) -> tuple[Link, ...]:
