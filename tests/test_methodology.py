@@ -143,8 +143,8 @@ def test_links_in_a_source_text():
     assert [(link.url, link.label) for link in found] == [
         ("https://example.org/a/b.html#x", "example.org/…/b.html"),
         ("https://example.org/c", "example.org/c"),
-        ("https://github.com/o/r/issues/21", "github.com/…/issues/21"),
         ("https://arxiv.org/abs/1910.02054", "arXiv:1910.02054"),
+        ("https://github.com/o/r/issues/21", "github.com/…/issues/21"),
     ]
 
 
