@@ -14,6 +14,7 @@ from .records import Catalog, Gpu, KvFormat, WeightFormat
 # A web address ends before a space, a closing parenthesis, or a trailing full stop, comma or semicolon.
 URL = re.compile(r"https?://[^\s)]+[^\s).,;:]")
 ARXIV = re.compile(r"arXiv:(\d{4}\.\d{4,5})")
+LINKED = re.compile(rf"{URL.pattern}|arXiv:(?P<paper>\d{{4}}\.\d{{4,5}})")
 # Below this, a KV check is bytes per token on one GPU; above, a whole cache (llama.cpp's buffers).
 PER_TOKEN_LIMIT = 10**7
 
@@ -27,12 +28,34 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Piece:
+    """A stretch of a source text, and the address it names when it is a link ('' otherwise)."""
+
+    text: str
+    url: str = ""
+
+
+@dataclass(frozen=True)
 class Source:
     """A rules.yaml block's source text (English data, shown as a quote) and the links in it."""
 
     block: str
     text: str
     links: tuple[Link, ...]
+
+    @property
+    def pieces(self) -> tuple[Piece, ...]:
+        """The text cut into plain stretches and links: web addresses and arXiv papers."""
+        found, start = [], 0
+        for match in LINKED.finditer(self.text):
+            if match.start() > start:
+                found.append(Piece(self.text[start : match.start()]))
+            paper = match.group("paper")
+            found.append(Piece(match.group(), f"https://arxiv.org/abs/{paper}" if paper else match.group()))
+            start = match.end()
+        if start < len(self.text):
+            found.append(Piece(self.text[start:]))
+        return tuple(found)
 
 
 def label(url: str) -> str:
@@ -94,6 +117,15 @@ class Check:
 
 
 @dataclass(frozen=True)
+class PointChecks:
+    """A measured point's checks, with the log it was read from."""
+
+    point: str
+    url: str
+    checks: tuple[Check, ...]
+
+
+@dataclass(frozen=True)
 class MethodologyPage:
     """Everything the methodology page shows."""
 
@@ -129,7 +161,15 @@ class MethodologyPage:
 
     @property
     def point_count(self) -> int:
-        return len({item.row.point for item in self.checks})
+        return len(self.points)
+
+    @property
+    def points(self) -> tuple[PointChecks, ...]:
+        """The checks grouped by measured point, in the file's order."""
+        grouped: dict[str, list[Check]] = {}
+        for item in self.checks:
+            grouped.setdefault(item.row.point, []).append(item)
+        return tuple(PointChecks(point, found[0].row.url, tuple(found)) for point, found in grouped.items())
 
 
 def methodology_page(catalog: Catalog, measured: tuple[Row, ...], summary: tuple[Summary, ...]) -> MethodologyPage:

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import yaml
-from markupsafe import escape
+from markupsafe import Markup, escape
 
 from gpumem.build import gather
 from gpumem.compute_methodology import links_in
@@ -102,7 +102,7 @@ def test_the_error_summary_shows_the_counts_of_measured_summaries(built_site):
     for item in expected:
         mean, worst = english.number(item.mean_error * 100, 2), english.number(item.worst_error * 100, 2)
         bound = english.percent(item.bound)
-        row = f'<th scope="row">{labels[item.check]}</th><td>{item.count}</td><td>{mean}%</td><td>{worst}%</td><td>± {bound}</td>'
+        row = f'<th scope="row">{labels[item.check]}</th><td>{item.count}</td><td>{mean}%</td><td>{worst}%</td><td>±{bound}</td>'
         assert row in text, row
     total = sum(item.count for item in expected)
     assert f"{total} of them held to a bound by the tests" in text
@@ -125,14 +125,17 @@ def sources(value: object) -> list[str]:
 def test_every_rules_yaml_source_url_is_linked(built_site):
     texts = sources(yaml.safe_load((CATALOGS / "rules.yaml").read_text()))
     urls = {match.group() for text in texts for match in URL.finditer(str(text))}
-    assert len(urls) >= 20
+    urls |= {f"https://arxiv.org/abs/{paper}" for text in texts for paper in re.findall(r"arXiv:(\d{4}\.\d{4,5})", str(text))}
+    assert len(urls) >= 20 and "https://arxiv.org/abs/1910.02054" in urls
     for lang in PAGES:
         hrefs = set(links(page(built_site, lang)).hrefs)
         assert urls - hrefs == set(), lang
     # Every block's source text is quoted as written, under its block name.
     text = page(built_site, "en")
     for block, source in catalog().rules.sources.items():
-        assert f'<th scope="row"><code>{block}</code></th><td><q lang="en">{escape(source)}</q></td>' in text, block
+        quoted = re.search(rf'<th scope="row"><code>{re.escape(block)}</code></th><td><q lang="en">(.*?)</q></td>', text)
+        assert quoted is not None, block
+        assert Markup(quoted.group(1)).striptags() == " ".join(source.split()), block
 
 
 def test_links_in_a_source_text():
