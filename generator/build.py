@@ -360,6 +360,7 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
         vram=figures.vram,
         sizing=figures.sizing,
         calc=figures.calculator,
+        method=figures.method,
         fits=compute.fits,
         snapshot_time=snapshot_time,
         url=lambda relative: site.base_path + relative,

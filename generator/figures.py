@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from .compute import Shop
 from .compute_calculator import CalculatorPage, calculator_data, calculator_page
 from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
+from .compute_methodology import MethodologyPage, methodology_page
 from .compute_pages import GpuPage, ModelPage, PricesPage, gpu_page, model_page, prices_page
 from .measured import Row, Summary, rows, summaries
 from .records import Catalog
@@ -28,6 +29,7 @@ class SiteFigures:
     calculator_json: str
     measured: tuple[Row, ...] = ()  # the deployment model against measured logs (methodology page)
     measured_summary: tuple[Summary, ...] = ()
+    method: MethodologyPage | None = None  # the methodology page: both layers' constants, sources, measured checks
 
 
 def site_figures(catalog: Catalog) -> SiteFigures:
@@ -47,4 +49,5 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         calculator_json=json.dumps(calculator_data(catalog, shop), sort_keys=True, separators=(",", ":")),
         measured=checks,
         measured_summary=summaries(checks),
+        method=methodology_page(catalog, checks, summaries(checks)),
     )

@@ -26,6 +26,7 @@ KINDS = {
     "guide-sizing": Kind("guide.html", prices=False),
     "calculator": Kind("calculator.html"),
     "prices": Kind("prices.html"),
+    "methodology": Kind("methodology.html", prices=False),
     "model": Kind("model.html", has_content=False, subjects="models"),
     "gpu": Kind("gpu.html", has_content=False, subjects="gpus"),
 }

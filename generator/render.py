@@ -290,7 +290,7 @@ class Renderer:
 
 
 # What content templates may name: formats, strings, links and the figures computed for them.
-CONTENT_NAMES: tuple[str, ...] = ("f", "_", "ngettext", "link", "page", "rules", "snapshot", "guide", "vram", "sizing", "calc")
+CONTENT_NAMES: tuple[str, ...] = ("f", "_", "ngettext", "link", "page", "rules", "snapshot", "guide", "vram", "sizing", "calc", "method")
 
 
 def _explain(error: Exception) -> str:

@@ -15,6 +15,7 @@ SITE = Site(
         "guide-sizing": {"es": "guias/dimensionar-inferencia", "en": "guides/inference-sizing"},
         "calculator": {"es": "calculadora", "en": "calculator"},
         "prices": {"es": "precios", "en": "prices"},
+        "methodology": {"es": "metodologia", "en": "methodology"},
         "model": {"es": "modelos", "en": "models"},
         "gpu": {"es": "gpus", "en": "gpus"},
     },
@@ -27,15 +28,23 @@ SUBJECTS = {"models": ["llama-3.1-70b", "phi-4"], "gpus": ["h100-sxm"]}
 
 def test_every_kind_and_subject_in_every_language():
     pages = plan_pages(SITE, SUBJECTS)
-    assert len(pages) == 2 * (6 + 2 + 1)
+    assert len(pages) == 2 * (7 + 2 + 1)
     assert [p.url for p in pages if p.key == "model"] == [
         "es/modelos/llama-3.1-70b/",
         "en/models/llama-3.1-70b/",
         "es/modelos/phi-4/",
         "en/models/phi-4/",
     ]
-    assert {p.template for p in pages} == {"home.html", "guide.html", "calculator.html", "prices.html", "model.html", "gpu.html"}
-    assert [p.shows_prices for p in pages if p.lang == "en" and not p.subject] == [False, True, True, False, True, True]
+    assert {p.template for p in pages} == {
+        "home.html",
+        "guide.html",
+        "calculator.html",
+        "prices.html",
+        "methodology.html",
+        "model.html",
+        "gpu.html",
+    }
+    assert [p.shows_prices for p in pages if p.lang == "en" and not p.subject] == [False, True, True, False, True, True, False]
 
 
 def test_fixed_spanish_and_english_urls():

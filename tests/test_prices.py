@@ -198,6 +198,11 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
                 ("pt", "guias/dimensionar-inferencia"),
                 ("fr", "guides/dimensionner-inference"),
                 ("de", "ratgeber/inferenz-dimensionieren"),
+                ("es", "metodologia"),
+                ("en", "methodology"),
+                ("pt", "metodologia"),
+                ("fr", "methodologie"),
+                ("de", "methodik"),
             ]
         ]
     )

@@ -1,0 +1,164 @@
+"""The methodology page: both memory layers' constants, the measured error, every source linked."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import yaml
+from markupsafe import Markup, escape
+
+from gpumem.build import gather
+from gpumem.compute_methodology import links_in
+from gpumem.measured import rows, summaries
+from gpumem.render import Formats
+
+from .conftest import NOW
+from .project import CATALOGS, fixture_options
+
+PAGES = {
+    "es": "es/metodologia/",
+    "en": "en/methodology/",
+    "pt": "pt/metodologia/",
+    "fr": "fr/methodologie/",
+    "de": "de/methodik/",
+}
+BASE = "https://gpumem.example.org/"
+URL = re.compile(r"https?://[^\s)]+[^\s).,;:]")
+
+
+class Links(HTMLParser):
+    """Every href of <a> and <link> elements, with the hreflang of alternates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.alternates: dict[str, str] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "a" and values.get("href"):
+            self.hrefs.append(values["href"] or "")
+        if tag == "link" and values.get("rel") == "alternate":
+            self.alternates[values.get("hreflang") or ""] = values.get("href") or ""
+
+
+def page(built_site: Path, lang: str) -> str:
+    return (built_site / PAGES[lang] / "index.html").read_text()
+
+
+def links(text: str) -> Links:
+    parser = Links()
+    parser.feed(text)
+    return parser
+
+
+def collapsed(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def catalog():
+    return gather(fixture_options(), now=NOW).catalog
+
+
+def test_the_english_heading(built_site):
+    assert "<h1>How the numbers are computed</h1>" in page(built_site, "en")
+    assert "<h1>Cómo se calculan las cifras</h1>" in page(built_site, "es")
+    assert "<h1>Wie die Zahlen berechnet werden</h1>" in page(built_site, "de")
+
+
+def test_every_weight_format_with_its_label_and_bits(built_site):
+    text = page(built_site, "en")
+    deployment = catalog().rules.deployment
+    assert deployment is not None and len(deployment.weight_formats) >= 10
+    english = Formats("en", "USD")
+    for fmt in deployment.weight_formats.values():
+        assert f'<th scope="row">{escape(fmt.label)}</th><td>{english.number(fmt.bits, 3)}</td>' in text, fmt.name
+    assert '<th scope="row">GGUF Q4_K_M</th><td>4.899</td>' in text
+    assert '<th scope="row">AWQ 4-bit</th><td>4.156</td>' in text
+
+
+def test_every_kv_format_and_gpu_memory_as_the_runtime_sees_it(built_site):
+    text = page(built_site, "en")
+    found = catalog()
+    assert found.rules.deployment is not None
+    for kv in found.rules.deployment.kv_formats.values():
+        assert f'<th scope="row">{escape(kv.label)}</th><td>{Formats("en", "USD").number(kv.bytes, 4)}</td>' in text
+    for gpu in found.gpus:
+        assert f'<a href="/en/gpus/{gpu.id}/">{escape(gpu.name)}</a></th>' in text
+    # The RTX 3090: 24 GB on the box, 25,327,697,920 bytes for CUDA, 90 % of it for vLLM.
+    assert '<a href="/en/gpus/rtx-3090/">RTX 3090</a></th><td>24\xa0GB</td><td>23.59\xa0GiB</td><td>21.23\xa0GiB</td>' in text
+
+
+def test_the_error_summary_shows_the_counts_of_measured_summaries(built_site):
+    found = catalog()
+    assert found.rules.deployment is not None
+    expected = summaries(rows(list(found.measured_points), found.measured_configs, found.rules.deployment))
+    assert [item.count for item in expected] == [54, 44, 32]
+    text = collapsed(page(built_site, "en"))
+    english = Formats("en", "USD")
+    labels = {"weights": "weights", "kv": "KV cache", "runtime": "weights + runtime"}
+    for item in expected:
+        mean, worst = english.number(item.mean_error * 100, 2), english.number(item.worst_error * 100, 2)
+        bound = english.percent(item.bound)
+        row = f'<th scope="row">{labels[item.check]}</th><td>{item.count}</td><td>{mean}%</td><td>{worst}%</td><td>±{bound}</td>'
+        assert row in text, row
+    total = sum(item.count for item in expected)
+    assert f"{total} of them held to a bound by the tests" in text
+    # Every check has its row, its point linked to the log it was read from.
+    checks = rows(list(found.measured_points), found.measured_configs, found.rules.deployment)
+    hrefs = set(links(text).hrefs)
+    assert {check.url for check in checks} <= hrefs
+    assert text.count("<td>weights + runtime</td>") == sum(check.check == "runtime" for check in checks)
+
+
+def sources(value: object) -> list[str]:
+    """Every `source` text of a YAML document, however deep."""
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in ([item] if key == "source" else sources(item))]
+    if isinstance(value, list):
+        return [text for item in value for text in sources(item)]
+    return []
+
+
+def test_every_rules_yaml_source_url_is_linked(built_site):
+    texts = sources(yaml.safe_load((CATALOGS / "rules.yaml").read_text()))
+    urls = {match.group() for text in texts for match in URL.finditer(str(text))}
+    urls |= {f"https://arxiv.org/abs/{paper}" for text in texts for paper in re.findall(r"arXiv:(\d{4}\.\d{4,5})", str(text))}
+    assert len(urls) >= 20 and "https://arxiv.org/abs/1910.02054" in urls
+    for lang in PAGES:
+        hrefs = set(links(page(built_site, lang)).hrefs)
+        assert urls - hrefs == set(), lang
+    # Every block's source text is quoted as written, under its block name.
+    text = page(built_site, "en")
+    for block, source in catalog().rules.sources.items():
+        quoted = re.search(rf'<th scope="row"><code>{re.escape(block)}</code></th><td><q lang="en">(.*?)</q></td>', text)
+        assert quoted is not None, block
+        assert Markup(quoted.group(1)).striptags() == " ".join(source.split()), block
+
+
+def test_links_in_a_source_text():
+    found = links_in(
+        "Adam (arXiv:1910.02054), see (https://example.org/a/b.html#x); and https://example.org/c, then https://arxiv.org/abs/1910.02054."
+        " A log: https://github.com/o/r/issues/21"
+    )
+    assert [(link.url, link.label) for link in found] == [
+        ("https://example.org/a/b.html#x", "example.org/…/b.html"),
+        ("https://example.org/c", "example.org/c"),
+        ("https://arxiv.org/abs/1910.02054", "arXiv:1910.02054"),
+        ("https://github.com/o/r/issues/21", "github.com/…/issues/21"),
+    ]
+
+
+def test_five_languages_link_each_other_and_every_page_links_here(built_site):
+    for lang in PAGES:
+        parsed = links(page(built_site, lang))
+        assert parsed.alternates == {**{code: BASE + url for code, url in PAGES.items()}, "x-default": BASE + PAGES["es"]}
+        assert {"/" + url for url in PAGES.values()} <= set(parsed.hrefs)
+        home = links((built_site / lang / "index.html").read_text())
+        assert "/" + PAGES[lang] in home.hrefs
+    sitemap = (built_site / "sitemap.xml").read_text()
+    for url in PAGES.values():
+        assert f"<loc>{BASE}{url}</loc>" in sitemap
+    assert '<a href="/fr/methodologie/" aria-current="page">Comment les chiffres sont calculés</a>' in page(built_site, "fr")
