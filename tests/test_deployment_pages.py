@@ -60,10 +60,8 @@ def test_a_gpu_page_counts_with_the_memory_the_runtime_sees(built_site):
     assert round(budget / 1e9, 1) == 22.8
     words = text(built_site, "en/gpus/rtx-4090", 'id="models"', "</table>")
     assert "must fit within 90% of the 25.4 GB the runtime sees." in words
-    assert (
-        "Llama 3.1 8B 18.3 GB up to 43,196 tokens 5 requests of 8,192 tokens at once comfortable: also holds 3 more requests of 8,192 tokens"
-        in words
-    )
+    assert "Comfortable: the card also holds 3 more requests of the same length. Tight: it holds these requests, not 3 more." in words
+    assert "Llama 3.1 8B 18.3 GB up to 43,196 tokens 5 requests of 8,192 tokens at once comfortable" in words
 
 
 def test_the_sizing_guide_splits_comfortable_and_tight_per_card(built_site):
