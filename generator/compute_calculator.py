@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from . import deployment, hf_config, memory, sizing
-from .compute import Need, Shop, room_gb
-from .records import Architecture, Catalog, Experts, Gpu, Model
+from .compute import Shop, room_gb
+from .compute_pages import FormatFit, format_fit
+from .records import Architecture, Catalog, Experts, Gpu, Model, WeightFormat
 from .sizing import Choice, Configuration, Fit
 
 # Limits of the serving fields rules.yaml's calculator block does not bound yet (plausible input:
@@ -36,7 +37,7 @@ RELEASE_METHODS = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq",
 class CalculatorPage:
     """The calculator page's precomputed tables and FAQ figures (the page works without JavaScript)."""
 
-    rows: tuple[tuple[Model, tuple[Need, ...]], ...]
+    rows: tuple[tuple[Model, tuple[FormatFit, ...]], ...]
     seventy_bf16_weights_gb: float
     seventy_int4_weights_gb: float
     largest_consumer: Gpu
@@ -48,6 +49,7 @@ class CalculatorPage:
     small_cards: tuple[Gpu, ...]
     default: CalculatorState
     small_card_gb: float = 0.0
+    formats: tuple[WeightFormat, ...] = ()
 
 
 def js_number(value: float) -> str:
@@ -189,22 +191,20 @@ def default_gpus(catalog: Catalog) -> int:
 def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
     """The calculator page without its script: every preset precomputed, the FAQ figures, the opening state."""
     rules = catalog.rules
-    rows = []
-    for model in catalog.models:
-        needs = []
-        for precision in rules.serving_precisions:
-            total = memory.serving_breakdown(rules, model.arch, model.params_b, precision, "bf16", rules.fit_context, 1).total
-            needs.append(Need(precision, total, shop.choose(total, model.arch.heads)))
-        rows.append((model, tuple(needs)))
+    assert rules.deployment is not None
+    formats = tuple(rules.deployment.weight_formats[name] for name in rules.model_formats)
+    rows = tuple((model, tuple(format_fit(catalog, shop, model, fmt) for fmt in formats)) for model in catalog.models)
     size = rules.example_size_b
     int4 = memory.weights_gb(size, rules.precisions["int4"])
     small = catalog.model(rules.small_model)
-    small_bf16 = memory.weights_gb(small.params_b, rules.precisions["bf16"])
     small_kv = memory.kv_cache_gb(small.arch, rules.kv_precisions["bf16"], rules.small_context)
-    holding = [g for g in catalog.gpus if g.memory_gb >= small_bf16 + small_kv]
+    small_needs = {g.id: single_card_need(catalog, small, "bf16", rules.small_context, g) for g in catalog.gpus}
+    holding = [g for g in catalog.gpus if small_needs[g.id] < deployment.budget_bytes(rules.deployment, g.runtime_bytes)]
     smallest = min((g.memory_gb for g in holding), default=None)
+    cards = tuple(sorted((g for g in holding if g.memory_gb == smallest), key=lambda g: g.name))
     return CalculatorPage(
-        rows=tuple(rows),
+        rows=rows,
+        formats=formats,
         seventy_bf16_weights_gb=memory.weights_gb(size, rules.precisions["bf16"]),
         seventy_int4_weights_gb=int4,
         largest_consumer=max((g for g in catalog.gpus if g.segment == "consumer"), key=lambda g: g.memory_gb),
@@ -212,11 +212,20 @@ def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
         small=small,
         small_weights=tuple((p, memory.weights_gb(small.params_b, b)) for p, b in rules.precisions.items()),
         small_kv_gb=small_kv,
-        small_total_gb=small_bf16 + small_kv,
-        small_cards=tuple(sorted((g for g in holding if g.memory_gb == smallest), key=lambda g: g.name)),
+        small_total_gb=small_needs[cards[0].id] / 1e9 if cards else 0.0,
+        small_cards=cards,
         default=calculator_default(catalog, shop),
         small_card_gb=smallest or 0.0,
     )
+
+
+def single_card_need(catalog: Catalog, model: Model, weights: str, tokens: int, gpu: Gpu) -> float:
+    """Bytes one request of `tokens` tokens takes on one such card: weights, runtime and KV cache."""
+    rules = catalog.rules.deployment
+    assert rules is not None
+    batch = deployment.batch_defaults(rules, gpu.runtime_bytes, gpu.id)
+    need = deployment.deployment(rules, model, rules.weight_formats[weights], rules.kv_formats["bf16"], 1, tokens, 1, batch)
+    return need.total_bytes_per_gpu
 
 
 def calculator_extra_gb(catalog: Catalog, arch: Architecture, mode: str, kv_precision: str, context: int) -> float:

@@ -23,7 +23,7 @@ from .figures import site_figures
 from .load import parse_json, parse_yaml, snapshot_files, snapshot_name
 from .records import Catalog, Gpu, Offer, Rules
 from .render import Formats
-from .sizing import Choice
+from .sizing import Choice, Fit
 from .validate import (
     MAX_TEXT,
     Invalid,
@@ -381,17 +381,25 @@ def _offer_text(choice: Choice, f: Formats) -> str:
     return f"{machines}{best.count} × {names} {f.money(best.price_per_hour)}/h"
 
 
-def table_cells(catalog: Catalog) -> dict[tuple[str, str, str], Choice]:
+def _fit_text(fit: Fit | None, f: Formats) -> str:
+    """A deployment recommendation as the diff prints it: count, GPU and price per hour."""
+    if fit is None:
+        return "nothing on offer"
+    config = fit.configuration
+    return f"{config.count} × {config.gpu.name} {f.money(config.price_per_hour)}/h"
+
+
+def table_cells(catalog: Catalog) -> dict[tuple[str, str, str], Choice | Fit | None]:
     """Every recommendation a guide table shows, by (page, row, column), with English URLs."""
     figures = site_figures(catalog)
-    cells = {}
+    cells: dict[tuple[str, str, str], Choice | Fit | None] = {}
     for table in (figures.main.serving, figures.main.fine_tuning):
         for row in table.rows:
             for cell in row.cells:
                 cells[("/en/guides/gpu-memory/", f"{table.kind} {row.size.label} ({row.model.name})", cell.column)] = cell.choice
-    for model, needs in figures.calculator.rows:
-        for need in needs:
-            cells[("/en/calculator/", model.name, need.key)] = need.choice
+    for model, fits in figures.calculator.rows:
+        for format_fit in fits:
+            cells[("/en/calculator/", model.name, format_fit.fmt.name)] = format_fit.cheapest
     for model_id, page in figures.models.items():
         url = f"/en/models/{model_id}/"
         for need in page.serving:
@@ -401,7 +409,13 @@ def table_cells(catalog: Catalog) -> dict[tuple[str, str, str], Choice]:
         for context in page.contexts:
             cells[(url, f"{context.tokens} tokens", "1 request")] = context.choice_one
             cells[(url, f"{context.tokens} tokens", f"{page.requests} requests")] = context.choice_many
+        for format_fit in page.formats:
+            cells[(url, "deployment", format_fit.fmt.name)] = format_fit.cheapest
     return cells
+
+
+def _cell_text(cell: Choice | Fit | None, f: Formats) -> str:
+    return _offer_text(cell, f) if isinstance(cell, Choice) else _fit_text(cell, f)
 
 
 def diff(old: Path, new: Path, catalogs: Path) -> str:
@@ -420,10 +434,10 @@ def diff(old: Path, new: Path, catalogs: Path) -> str:
     lines.append("GPUs that vanish: " + (", ".join(names[g] for g in vanish) or "none"))
     old_cells, new_cells = table_cells(before), table_cells(after)
     changes = [
-        CellChange(page, row, column, _offer_text(old_cells[key], f), _offer_text(new_cells[key], f))
+        CellChange(page, row, column, _cell_text(old_cells[key], f), _cell_text(new_cells[key], f))
         for key in old_cells
         for page, row, column in [key]
-        if key in new_cells and _offer_text(old_cells[key], f) != _offer_text(new_cells[key], f)
+        if key in new_cells and _cell_text(old_cells[key], f) != _cell_text(new_cells[key], f)
     ]
     lines.append(f"Guide-table cells that change ({len(changes)}):")
     lines += [f"  {c.page} | {c.row} | {c.column}: {c.before} → {c.after}" for c in changes]
