@@ -150,12 +150,12 @@ def test_diff_names_prices_and_cells_that_change(root):
         "GPUs that appear: none",
         "GPUs that vanish: none",
     ]
-    assert report[5] == "Guide-table cells that change (79):"
+    assert report[5] == "Guide-table cells that change (70):"
     assert (
         "  /en/guides/gpu-memory/ | serving 32B (Qwen2.5 32B (Instruct)) | bf16: 1 × H100/A100 80GB $2.07/h → 1 × H100/A100 80GB $1.87/h"
         in report
     )
-    assert all(" → " in line for line in report[6:]) and len(report) == 6 + 79
+    assert all(" → " in line for line in report[6:]) and len(report) == 6 + 70
 
 
 def test_diff_lists_gpus_that_appear_and_vanish(root):
