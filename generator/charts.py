@@ -140,5 +140,6 @@ def stacked_bar(chart_id: str, title: str, parts: Sequence[tuple[str, float]], l
             f"<title>{escape(name)}: {escape(label(value))}</title></rect>"
         )
         x += w
-    legend, bottom = _legend([f"{name}: {label(value)}" for name, value in parts], 70)
+    # Markup.format escapes the value and keeps a translated (already escaped) name as it is.
+    legend, bottom = _legend([Markup("{}: {}").format(name, label(value)) for name, value in parts], 70)
     return _svg(chart_id, title, body + legend, height=round(bottom))

@@ -169,3 +169,9 @@ def test_sub_path_site_served_under_a_prefix_follows_every_link(inputs, tmp_path
     hrefs = re.findall(r'(?:href|src)="(/[^"]*)"', "".join(p.read_text() for p in out.rglob("*.html")))
     assert hrefs and all(h.startswith("/guides/") for h in hrefs)
     shutil.rmtree(out)
+
+
+def test_no_entity_is_escaped_twice(built_site):
+    """A translated string is escaped once: 'Surcoût d’exécution' never shows as 'd&#39;exécution'."""
+    doubled = [str(p.relative_to(built_site)) for p in built_site.rglob("*.html") if "&amp;#" in p.read_text()]
+    assert doubled == []
