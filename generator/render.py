@@ -61,8 +61,8 @@ _STEPS = [Decimal(1).scaleb(-digits) for digits in range(8)]
 class Formats:
     """Numbers, prices and dates written the way the page's language writes them."""
 
-    def __init__(self, lang: str, currency: str) -> None:
-        self.lang, self.currency = lang, currency
+    def __init__(self, lang: str, currency: str, gb_unit: str = "GB") -> None:
+        self.lang, self.currency, self.gb_unit = lang, currency, gb_unit
         self.locale = lang.replace("-", "_")  # Babel's form of a BCP 47 code: pt-BR -> pt_BR
         locale = Locale.parse(self.locale)
         self._separators = str.maketrans({",": get_group_symbol(locale=locale), ".": get_decimal_symbol(locale=locale)})
@@ -81,8 +81,8 @@ class Formats:
         return ("0" if text in ("-0", "") else text).translate(self._separators)
 
     def gb(self, value: float) -> str:
-        """Decimal gigabytes with at most one decimal: '1.120 GB', '42,9 GB'."""
-        return f"{self.number(value, 1)}\u00a0GB"
+        """Decimal gigabytes with at most one decimal, in the language's unit: '1.120 GB', '42,9 Go'."""
+        return f"{self.number(value, 1)}\u00a0{self.gb_unit}"
 
     def tokens(self, value: float) -> str:
         """A context length in the short form axes use: '8k', '128k'."""
@@ -234,7 +234,9 @@ class Renderer:
         """Formats and strings of one language, made once and shared by its pages."""
         key = (lang, currency)
         if key not in self._contexts:
-            self._contexts[key] = {"lang": lang, "f": Formats(lang, currency), **self.strings[lang]}
+            strings = self.strings[lang]
+            unit = str(strings["_"]("%(value)s GB")).replace("%(value)s", "").strip()  # French writes Go
+            self._contexts[key] = {"lang": lang, "f": Formats(lang, currency, unit), **strings}
         return self._contexts[key]
 
     def prepare(self, currency: str) -> None:

@@ -503,7 +503,11 @@ def test_bad_input_message_in_the_page_language(page: Page, site_url: str):
 
 @pytest.mark.parametrize("lang", list(URLS))
 def test_numbers_are_formatted_like_the_babel_tables(page: Page, site_url: str, lang: str):
-    f = Formats(lang, CATALOG.snapshot.currency)
+    from gpumem.render import gettext_functions, load_translations
+
+    unit = str(gettext_functions(load_translations(REPO / "translations", lang))["_"]("%(value)s GB")).replace("%(value)s", "").strip()
+    assert unit == ("Go" if lang == "fr" else "GB")  # French writes gigaoctets
+    f = Formats(lang, CATALOG.snapshot.currency, unit)
     page.goto(site_url + URLS[lang] + "?model=llama-3.1-405b&mode=full")
     need, found = python_need(raw_state("llama-3.1-405b", "full", "bf16", "bf16", 1, 8192))
     expect(page.locator('[data-result="total-gb"]')).to_have_text(f.gb(need.total))

@@ -88,3 +88,18 @@ def test_fast_number_formatting_matches_babel(value, digits, lang):
 
     pattern = "#,##0" + ("." + "#" * digits if digits else "")
     assert Formats(lang, "USD").number(value, digits) == format_decimal(value, format=pattern, locale=lang)
+
+
+def test_french_writes_go_and_a_narrow_space_before_colons():
+    """French typography: «Go» for GB, and U+202F (not a normal or a wide no-break space) before : ; ! ?"""
+    import re
+
+    from .project import REPO
+
+    strings = gettext_functions(load_translations(REPO / "translations", "fr"))
+    assert str(strings["_"]("%(value)s GB")) == "%(value)s Go"
+    texts = [p.read_text() for p in (REPO / "content/fr").glob("*.md")]
+    with (REPO / "translations/fr/LC_MESSAGES/messages.po").open("rb") as handle:
+        texts += [m.string if isinstance(m.string, str) else " ".join(m.string) for m in read_po(handle) if m.id]
+    wrong = [match.group(0) for text in texts for match in re.finditer(r"\S[ \u00a0][:;!?](?=\s|$)", text)]
+    assert wrong == []
