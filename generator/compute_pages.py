@@ -122,6 +122,7 @@ class ModelPage:
     deployed: tuple[DeployedContext, ...] = ()
     tp_counts: tuple[int, ...] = ()
     context: int = 0
+    skipped_contexts: tuple[int, ...] = ()  # page contexts beyond the model's native context
 
 
 def model_page(catalog: Catalog, shop: Shop, model: Model) -> ModelPage:
@@ -168,12 +169,13 @@ def model_page(catalog: Catalog, shop: Shop, model: Model) -> ModelPage:
         contexts=tuple(contexts),
         fine_tuning=tuning,
         valid_counts=sizing.valid_counts(rules.gpu_counts, arch.heads),
-        breakdown=memory.serving_breakdown(rules, arch, model.params_b, "bf16", "bf16", rules.fit_context, 1),
+        breakdown=memory.serving_breakdown(rules, arch, model.params_b, "bf16", "bf16", page_context(catalog, model), 1),
         requests=rules.page_requests,
         formats=tuple(format_fit(catalog, shop, model, formats[name]) for name in dict.fromkeys((model.release, *rules.model_formats))),
         deployed=deployed_contexts(catalog, shop, model),
         tp_counts=deployment.valid_gpu_counts(arch, rules.gpu_counts),
         context=page_context(catalog, model),
+        skipped_contexts=tuple(t for t in rules.model_contexts if t > model.native_context),
     )
 
 

@@ -71,3 +71,10 @@ def test_the_sizing_guide_splits_comfortable_and_tight_per_card(built_site):
     assert "14B Qwen2.5 14B (Instruct) AWQ 4-bit and GGUF Q4_K_M FP8 BF16, FP8, AWQ 4-bit, and GGUF Q4_K_M —" in words
     spanish = text(built_site, "es/guias/dimensionar-inferencia", "Formatos que caben", "</table>")
     assert "cabe con holgura cabe justo" in spanish
+
+
+def test_no_figure_beyond_the_native_context_and_the_page_says_why(built_site):
+    words = text(built_site, "en/models/llama-2-7b", 'id="deployment"', 'id="fine-tuning"')
+    assert "Contexts of 8,192, 32,768, and 131,072 tokens are left out: Llama 2 7B was trained for 4,096 tokens at most" in words
+    assert "Serving Llama 2 7B at 16 bits, 4,096 tokens, one request" in words
+    assert "8,192 tokens" not in words.replace("Contexts of 8,192,", "")
