@@ -262,17 +262,25 @@ def _scan(tree: Path, descend: set[str]) -> dict[str, Entry]:
     return dict(sorted(found.items()))
 
 
-def _holds(path: Path, entry: Entry, content: bytes) -> bool:
-    """Whether the regular file found as `entry` (and not something swapped in since) holds content."""
+def _read_entry(path: Path, entry: Entry, size: int | None = None) -> bytes | None:
+    """The bytes of the regular file found as `entry` (not something swapped in since), or None;
+    with `size`, None as soon as the file is not that long."""
     try:
         fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC | BINARY)
     except OSError:
-        return False
+        return None
     with os.fdopen(fd, "rb") as stream:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (entry.dev, entry.ino) or info.st_size != len(content):
-            return False
-        return stream.read(len(content) + 1) == content
+        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (entry.dev, entry.ino):
+            return None
+        if size is not None and info.st_size != size:
+            return None
+        return stream.read() if size is None else stream.read(size + 1)
+
+
+def _holds(path: Path, entry: Entry, content: bytes) -> bool:
+    """Whether the regular file found as `entry` holds these bytes."""
+    return _read_entry(path, entry, len(content)) == content
 
 
 def _create(path: Path, content: bytes) -> None:
@@ -943,15 +951,8 @@ class OutputFolder:
 
 def _matches(path: Path, entry: Entry, digest: str) -> bool:
     """Whether the regular file found as entry still has this sha256."""
-    try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC | BINARY)
-    except OSError:
-        return False
-    with os.fdopen(fd, "rb") as stream:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (entry.dev, entry.ino):
-            return False
-        return _digest(stream.read()) == digest
+    content = _read_entry(path, entry)
+    return content is not None and _digest(content) == digest
 
 
 def _reuse(source: Path, destination: Path, entry: Entry, content: bytes) -> bool:
