@@ -32,7 +32,7 @@ from .load import (
     snapshot_name,
     snapshot_time,
 )
-from .pages import CONTENT_KEYS, KINDS, Page, plan_pages
+from .pages import CONTENT_KEYS, KINDS, Page, breadcrumbs, plan_pages
 from .records import Catalog, Gpu, Model, Rules, Site
 from .render import Renderer
 from .validate import (
@@ -366,6 +366,9 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
         url=lambda relative: site.base_path + relative,
         absolute=lambda relative: site.base_url + relative,
         link=lambda key, lang, subject="": site.base_path + links[(key, subject, lang)],
+        marketplace=site.marketplace,
+        rent=site.marketplace.rent,
+        breadcrumbs=lambda page: breadcrumbs(site, page),
     )
 
     def render(page: Page) -> bytes:

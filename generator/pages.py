@@ -83,3 +83,23 @@ def plan_pages(site: Site, subjects: Mapping[str, Iterable[str]]) -> tuple[Page,
             for alternate in translations:
                 pages.append(Page(key, alternate.lang, alternate.url, kind.template, (*translations, default), subject))
     return tuple(pages)
+
+
+@dataclass(frozen=True)
+class Crumb:
+    """One step of a page's breadcrumb: what it is ('home', a section such as 'models', or 'page')
+    and its URL below the site root."""
+
+    key: str
+    url: str
+
+
+def breadcrumbs(site: Site, page: Page) -> tuple[Crumb, ...]:
+    """Home, then the section of a page about one subject (the index of its kind, at the kind's
+    route without a subject), then the page itself; the home page is its own one step."""
+    home = Crumb("home", page_url(page.lang, site.routes["home"][page.lang]))
+    if page.key == "home":
+        return (home,)
+    kind = KINDS[page.key]
+    section = (Crumb(kind.subjects, page_url(page.lang, site.routes[page.key][page.lang])),) if page.subject else ()
+    return (home, *section, Crumb("page", page.url))
