@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import compute
+from .compute_calculator import model_query
 from .errors import BuildError, Problems
 from .figures import site_figures
 from .load import (
@@ -369,6 +370,7 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
         marketplace=site.marketplace,
         rent=site.marketplace.rent,
         breadcrumbs=lambda page: breadcrumbs(site, page),
+        calculator_query=lambda model, context, gpus: model_query(catalog, model, context, gpus),
     )
 
     def render(page: Page) -> bytes:

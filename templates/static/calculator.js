@@ -582,7 +582,13 @@
         : fill(text.perHour, { price: money.format(c.price), each: money.format(c.price / c.count) });
     }
 
-    // A line per configuration found and its tag (serving: with the rule), or the line saying none.
+    // The marketplace's page renting c.count × c.gpu (Marketplace.rent in records.py).
+    function rentLink(c) {
+      var address = text.rentUrl.replace("{gpu}", encodeURIComponent(c.gpu)).replace("{count}", String(c.count));
+      return element("a", text.rent, { "class": "rent", href: address });
+    }
+
+    // A line per configuration found and its tag (serving: with the rule) and rent link, or the line saying none.
     function renderList(found, line, rule) {
       var list = root.querySelector("#calc-options");
       list.textContent = "";
@@ -591,8 +597,20 @@
         var tag = c.tight ? "tight" : "comfortable", item = element("li", line(c) + " ");
         item.appendChild(element("span", text[tag], { "class": tag }));
         if (rule) item.appendChild(document.createTextNode(" " + fill(c.tight ? text.tightRule : text.comfortableRule, rule)));
+        item.appendChild(document.createTextNode(" "));
+        item.appendChild(rentLink(c));
         list.appendChild(item);
       });
+      shorten();
+    }
+
+    // The cheapest configurations only, and a button that shows every one.
+    function shorten() {
+      var items = root.querySelector("#calc-options").children, more = root.querySelector("#calc-more");
+      var shown = data.shownConfigurations;
+      Array.prototype.forEach.call(items, function (item, index) { item.hidden = index >= shown; });
+      more.hidden = items.length <= shown;
+      more.textContent = fill(text.more, { count: number.format(items.length) });
     }
 
     // A pasted config.json fills the fields (what they cannot say is kept aside).
@@ -644,6 +662,13 @@
       if (navigator.clipboard) navigator.clipboard.writeText(link.value).then(done, function () { document.execCommand("copy"); done(); });
       else { document.execCommand("copy"); done(); }
     });
+    root.querySelector("#calc-more").addEventListener("click", function () {
+      var items = root.querySelector("#calc-options").children;
+      Array.prototype.forEach.call(items, function (item) { item.hidden = false; });
+      this.hidden = true;
+      if (items[data.shownConfigurations]) items[data.shownConfigurations].querySelector("a").focus();
+    });
+    shorten();
     if (location.search) {
       var raw = fromQuery(data, location.search);
       pasted = raw.model === "custom" ? extraOf(new URLSearchParams(location.search).get("extra")) : null;
