@@ -350,6 +350,7 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
     pages = plan_pages(site, subjects(catalog))
     renderer = Renderer(options.templates, options.translations, [language.code for language in site.languages])
     links = {(page.key, page.subject, page.lang): page.url for page in pages}
+    planned = frozenset(links.values())
     common: dict[str, Any] = dict(
         site=site,
         catalog=catalog,
@@ -369,7 +370,7 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
         link=lambda key, lang, subject="": site.base_path + links[(key, subject, lang)],
         marketplace=site.marketplace,
         rent=site.marketplace.rent,
-        breadcrumbs=lambda page: breadcrumbs(site, page),
+        breadcrumbs=lambda page: breadcrumbs(site, page, planned),
         calculator_query=lambda model, context, gpus: model_query(catalog, model, context, gpus),
     )
 
@@ -386,6 +387,7 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
     first = site.languages[0].code
     root = {**common, **renderer.language_context(first, catalog.snapshot.currency), "pages": pages}
     root["not_found"] = [(language, renderer.strings[language.code]["_"]("Page not found")) for language in site.languages]
+    root["translations"] = [(language, renderer.strings[language.code]["_"]) for language in site.languages]
     extra = {name: renderer.render(name, root).encode() for name in (*ROOT_PAGES, "sitemap.xml", "robots.txt")}
     extra.update({f"assets/{path.name}": path.read_bytes() for path in sorted(options.static.iterdir()) if path.is_file()})
     clash = sorted(set(extra) & set(files))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from .records import Site
@@ -94,12 +94,17 @@ class Crumb:
     url: str
 
 
-def breadcrumbs(site: Site, page: Page) -> tuple[Crumb, ...]:
+def breadcrumbs(site: Site, page: Page, planned: Collection[str] = ()) -> tuple[Crumb, ...]:
     """Home, then the section of a page about one subject (the index of its kind, at the kind's
-    route without a subject), then the page itself; the home page is its own one step."""
+    route without a subject), then the page itself; the home page is its own one step.
+
+    A section whose index page is not among the `planned` URLs has no URL: it is named, not linked.
+    """
     home = Crumb("home", page_url(page.lang, site.routes["home"][page.lang]))
     if page.key == "home":
         return (home,)
-    kind = KINDS[page.key]
-    section = (Crumb(kind.subjects, page_url(page.lang, site.routes[page.key][page.lang])),) if page.subject else ()
-    return (home, *section, Crumb("page", page.url))
+    steps = [home]
+    if page.subject:
+        index = page_url(page.lang, site.routes[page.key][page.lang])
+        steps.append(Crumb(KINDS[page.key].subjects, index if index in planned else ""))
+    return (*steps, Crumb("page", page.url))
