@@ -184,10 +184,11 @@ def faq_json(faq: Iterable[tuple[Markup, Markup]]) -> Markup:
 
 
 def breadcrumb_json(steps: Iterable[tuple[str, str]]) -> Markup:
-    """JSON-LD BreadcrumbList of (name, absolute URL) steps, first to last (names as plain text; a
-    step without a URL, a section whose index page does not exist, has no item)."""
+    """JSON-LD BreadcrumbList of (name, absolute URL) steps, first to last (names as plain text, their
+    spaces kept: French puts a narrow no-break one before '?'; a step without a URL, a section whose
+    index page does not exist, has no item)."""
     items = [
-        {"@type": "ListItem", "position": position, "name": escape(name).striptags(), **({"item": address} if address else {})}
+        {"@type": "ListItem", "position": position, "name": escape(name).unescape(), **({"item": address} if address else {})}
         for position, (name, address) in enumerate(steps, start=1)
     ]
     return script_json({"@context": "https://schema.org", "@type": "BreadcrumbList", "itemListElement": items})
