@@ -128,7 +128,10 @@ def test_known_cells_read_as_a_person_sees_them(built_site):
     # 405B at 16 bits: 972 GB on four B300, priced per hour for the set.
     assert es["servir"][12]["text"] == "972 GB 4 × B300 desde 18,40 US$ por hora el conjunto (4,60 US$ por GPU-hora) Alquilar en Arrakis"
     # Full fine-tuning of a 70B: 1,120 GB on 8 x H200 (1,128 GB).
-    assert es["ajuste"][11]["text"] == "1.120 GB 8 × H200 desde 27,52 US$ por hora el conjunto (3,44 US$ por GPU-hora) justo Alquilar en Arrakis"
+    assert (
+        es["ajuste"][11]["text"]
+        == "1.120 GB 8 × H200 desde 27,52 US$ por hora el conjunto (3,44 US$ por GPU-hora) justo Alquilar en Arrakis"
+    )
     # Full fine-tuning of a 405B: 6,480 GB, more than one 8-GPU machine.
     # 405B full fine-tuning fills three 8 × B300 machines to exactly 100 %: that does not fit (issue 10).
     assert en["fine-tuning"][14]["text"] == "6,480 GB 4 machines of 8 × B300, more than the 3 on offer"

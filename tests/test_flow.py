@@ -126,7 +126,12 @@ def test_breadcrumbs_of_a_model_page_visible_and_as_json_ld(built_site):
             {"@type": "ListItem", "position": 1, "name": "Arrakis", "item": "https://arrakis.example.org/"},
             {"@type": "ListItem", "position": 2, "name": "Guías de memoria de GPU", "item": "https://gpumem.example.org/es/"},
             {"@type": "ListItem", "position": 3, "name": "Modelos"},
-            {"@type": "ListItem", "position": 4, "name": "Qwen2.5 32B (Instruct)", "item": "https://gpumem.example.org/es/modelos/qwen2.5-32b/"},
+            {
+                "@type": "ListItem",
+                "position": 4,
+                "name": "Qwen2.5 32B (Instruct)",
+                "item": "https://gpumem.example.org/es/modelos/qwen2.5-32b/",
+            },
         ],
     }
 
@@ -137,7 +142,10 @@ def test_breadcrumbs_of_a_guide_and_of_the_home_page(built_site):
     assert names == ["Arrakis", "Guides de mémoire GPU", "Combien de mémoire GPU faut-il pour votre modèle\u202f?"]
     assert anchors(guide).json_ld["FAQPage"]["mainEntity"]  # both blocks, each its own JSON
     home = built_site / "en/index.html"
-    assert crumbs_of(home) == '<li><a href="https://arrakis.example.org/">Arrakis</a></li><li><span aria-current="page">GPU memory guides</span></li>'
+    assert (
+        crumbs_of(home)
+        == '<li><a href="https://arrakis.example.org/">Arrakis</a></li><li><span aria-current="page">GPU memory guides</span></li>'
+    )
 
 
 def test_a_section_crumb_links_its_index_once_the_index_page_exists():
@@ -145,7 +153,11 @@ def test_a_section_crumb_links_its_index_once_the_index_page_exists():
     site = inputs.site
     page = next(p for p in plan_pages(site, {"models": ["phi-4"], "gpus": []}) if p.key == "model" and p.lang == "de")
     assert breadcrumbs(site, page) == (Crumb("home", "de/"), Crumb("models", ""), Crumb("page", "de/modelle/phi-4/"))
-    assert breadcrumbs(site, page, {"de/modelle/"}) == (Crumb("home", "de/"), Crumb("models", "de/modelle/"), Crumb("page", "de/modelle/phi-4/"))
+    assert breadcrumbs(site, page, {"de/modelle/"}) == (
+        Crumb("home", "de/"),
+        Crumb("models", "de/modelle/"),
+        Crumb("page", "de/modelle/phi-4/"),
+    )
 
 
 def test_a_catalog_name_in_the_breadcrumb_stays_text(inputs):
@@ -153,11 +165,13 @@ def test_a_catalog_name_in_the_breadcrumb_stays_text(inputs):
 
     from .conftest import edit, options_for
 
-    edit(inputs / "catalogs/models.yaml", 'name: "Phi-4 14B"', 'name: "Phi</script><b>4 & \'x\'"')
+    edit(inputs / "catalogs/models.yaml", 'name: "Phi-4 14B"', "name: \"Phi</script><b>4 & 'x'\"")
     files = render_site(gather(options_for(inputs), now=NOW))
     html = files["en/models/phi-4/index.html"].decode()
     assert '<span aria-current="page">Phi&lt;/script&gt;&lt;b&gt;4 &amp; &#39;x&#39;</span>' in html
-    block = re.search(r'<script type="application/ld\+json">(\{"@context": "https://schema.org", "@type": "BreadcrumbList".*?)</script>', html)
+    block = re.search(
+        r'<script type="application/ld\+json">(\{"@context": "https://schema.org", "@type": "BreadcrumbList".*?)</script>', html
+    )
     assert json.loads(block.group(1))["itemListElement"][3]["name"] == "Phi</script><b>4 & 'x'"
 
 
@@ -196,8 +210,8 @@ def test_a_model_page_leads_to_its_gpus_and_the_prefilled_calculator(built_site)
 
 
 def test_the_calculator_link_is_built_as_the_calculator_builds_its_own():
-    from gpumem.compute_calculator import calculator_default, calculator_query, state_fields
     from gpumem.compute import Shop
+    from gpumem.compute_calculator import calculator_default, calculator_query, state_fields
 
     catalog = gather(fixture_options(), now=NOW).catalog
     default = calculator_default(catalog, Shop(catalog))
