@@ -256,13 +256,13 @@ def calculator_extra_gb(catalog: Catalog, arch: Architecture, mode: str, kv_prec
 def calculator_choices(
     catalog: Catalog, shop: Shop, arch: Architecture, mode: str, kv_precision: str, context: int, need_gb: float
 ) -> tuple[tuple[Configuration, bool], ...]:
-    """Every configuration on offer that holds the need, smallest first, each flagged tight or not."""
+    """Every configuration on offer that holds the need, cheapest first (as sizing.deployment_fits
+    ranks them), each flagged tight or not."""
     rules = catalog.rules
     extra = calculator_extra_gb(catalog, arch, mode, kv_precision, context)
     holding = [c for c in shop.configurations if c.memory_gb >= need_gb and (mode != "serve" or arch.heads % c.count == 0)]
-    return tuple(
-        (c, sizing.is_tight(need_gb, c.memory_gb, extra, rules.min_free_fraction)) for c in sorted(holding, key=Configuration.order)
-    )
+    cheapest_first = sorted(holding, key=lambda c: (c.price_per_hour, c.total_gpus, c.gpu.id))
+    return tuple((c, sizing.is_tight(need_gb, c.memory_gb, extra, rules.min_free_fraction)) for c in cheapest_first)
 
 
 def calculator_data(catalog: Catalog, shop: Shop) -> dict:

@@ -531,10 +531,13 @@ def test_keyboard_alone_drives_the_calculator(calculator: Page):
     last = CATALOG.models[-1]
     expect(calculator.locator('[name="model"]')).to_have_value(last.id)
     order = []
-    expected = [*ARCH_FIELDS, "config", "mode", "weights", "kv", "gpus", "batch", "context", "calc-link"]
+    fits = len(python_serving(raw_state(last.id, "serve", last.release, "bf16", 1, 8192)).fits)
+    # After the fields: the rent link of each configuration shown (five at most), the show-all button, the link.
+    listed = ["rent"] * min(fits, 5) + (["calc-more"] if fits > 5 else [])
+    expected = [*ARCH_FIELDS, "config", "mode", "weights", "kv", "gpus", "batch", "context", *listed, "calc-link"]
     for _ in expected:
         calculator.keyboard.press("Tab")
-        order.append(calculator.evaluate("document.activeElement.name || document.activeElement.id"))
+        order.append(calculator.evaluate("document.activeElement.name || document.activeElement.id || document.activeElement.className"))
     assert order == expected
     calculator.locator('[name="batch"]').focus()
     calculator.keyboard.press("Control+a")
@@ -670,3 +673,18 @@ def test_without_javascript_every_configuration_is_listed(browser, site_url: str
         "href", f"https://arrakis.example.org/rent?gpu={cheapest.gpu.id}&count={cheapest.count}"
     )
     context.close()
+
+
+def test_fine_tuning_configurations_go_cheapest_first_with_their_rule(calculator: Page, site_url: str):
+    calculator.goto(f"{site_url}/en/calculator/?model=llama-3.1-70b&mode=qlora&batch=1&context=8192")
+    arch = CATALOG.model("llama-3.1-70b").arch
+    need = memory.memory_need(RULES, arch, CATALOG.model("llama-3.1-70b").params_b, "qlora", "bf16", "bf16", 8192, 1)
+    found = compute_calculator.calculator_choices(CATALOG, SHOP, arch, "qlora", "bf16", 8192, need.total)
+    prices = [c.price_per_hour for c, _ in found]
+    assert prices == sorted(prices) and len(found) > 5
+    first, tight = found[0]
+    assert RULES.min_free_fraction == 0.05
+    rule = "(leaves less than 5% of its memory free)" if tight else "(leaves at least 5% of its memory free)"
+    expect(calculator.locator("#calc-options li").first).to_contain_text(f"{first.count} × {first.gpu.name}")
+    expect(calculator.locator("#calc-options li").first).to_contain_text(rule)
+    expect(calculator.locator("#calc-options li:visible")).to_have_count(5)

@@ -44,7 +44,8 @@ def test_a_model_is_sized_at_its_own_context_when_shorter():
 def test_the_tight_tag_says_what_tight_means(built_site):
     words = text(built_site, "en/models/llama-2-7b", 'id="formats-table"', "</table>")
     assert (
-        "BF16 13.5 GB 16.2 GB 1 × RTX 3090, 16.4 GB per GPU $0.19 per hour tight: holds these requests, not 3 more of 4,096 tokens Rent on Arrakis" in words
+        "BF16 13.5 GB 16.2 GB 1 × RTX 3090, 16.4 GB per GPU $0.19 per hour tight: holds these requests, not 3 more of 4,096 tokens Rent on Arrakis"
+        in words
     )
 
 

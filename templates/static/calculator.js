@@ -28,7 +28,7 @@
     return parts;
   }
 
-  // Mirrors compute_calculator.calculator_choices (fine-tuning): what holds the need, smallest first.
+  // Mirrors compute_calculator.calculator_choices (fine-tuning): what holds the need, cheapest first.
   function choices(data, s, need) {
     return data.configurations.filter(function (c) {
       return data.gpus[c.gpu].memory * c.count >= need;
@@ -36,7 +36,12 @@
       var memory = data.gpus[c.gpu].memory * c.count;
       return { gpu: c.gpu, name: c.name, count: c.count, memory: memory, price: c.price,
         tight: memory - need < Math.max(data.minFreeFraction * memory, 0) };
-    });
+    }).sort(cheapestFirst);
+  }
+
+  // The order of sizing.deployment_fits: price per hour, then fewer GPUs, then the GPU id.
+  function cheapestFirst(x, y) {
+    return x.price - y.price || x.count - y.count || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0);
   }
 
   function validCounts(data, heads) {
@@ -134,9 +139,7 @@
       found.push({ gpu: c.gpu, name: c.name, count: c.count, price: c.price,
         need: need.perGpu, budget: budget, tight: roomy.perGpu >= budget });
     });
-    return found.sort(function (x, y) {
-      return x.price - y.price || x.count - y.count || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0);
-    });
+    return found.sort(cheapestFirst);
   }
 
   // Serving: the need on the chosen GPUs (vLLM's large-card batch, as gpumem estimate) and the fits.
@@ -535,7 +538,7 @@
       bar.setAttribute("aria-label", labels.join("; "));
       renderList(need.fits, function (c) {
         return fill(text.fitOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price) });
-      }, { more: number.format(data.comfortableRequests), tokens: number.format(s.context) });
+      }, rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }));
       var counts = root.querySelector("#calc-counts");
       counts.textContent = need.runtimeName === "vllm"
         ? fill(text.countsVllm, { heads: number.format(s.arch.heads), kv_heads: number.format(s.arch.kvHeads),
@@ -558,7 +561,7 @@
       renderParts(need, s.mode);
       renderList(choices(data, s, need.total), function (c) {
         return fill(text.option, { count: number.format(c.count), gpu: c.name, memory: gb(c.memory), price: price(c) });
-      });
+      }, { tight: text.trainTightRule, comfortable: text.trainComfortableRule });
       var counts = validCounts(data, s.arch.heads).map(function (n) { return number.format(n); });
       root.querySelector("#calc-counts").textContent = fill(text.counts, { heads: number.format(s.arch.heads), counts: counts.join(", ") });
       root.querySelector("#calc-note").textContent = text.trainNote;
@@ -588,15 +591,20 @@
       return element("a", text.rent, { "class": "rent", href: address });
     }
 
-    // A line per configuration found and its tag (serving: with the rule) and rent link, or the line saying none.
-    function renderList(found, line, rule) {
+    // Serving's rules at the chosen context: comfortable holds a few more requests, tight does not.
+    function rulesFor(values) {
+      return { tight: fill(text.tightRule, values), comfortable: fill(text.comfortableRule, values) };
+    }
+
+    // A line per configuration found, its tag with the rule and its rent link, or the line saying none.
+    function renderList(found, line, rules) {
       var list = root.querySelector("#calc-options");
       list.textContent = "";
       if (!found.length) list.appendChild(element("li", text.none));
       found.forEach(function (c) {
         var tag = c.tight ? "tight" : "comfortable", item = element("li", line(c) + " ");
         item.appendChild(element("span", text[tag], { "class": tag }));
-        if (rule) item.appendChild(document.createTextNode(" " + fill(c.tight ? text.tightRule : text.comfortableRule, rule)));
+        item.appendChild(document.createTextNode(" " + rules[tag]));
         item.appendChild(document.createTextNode(" "));
         item.appendChild(rentLink(c));
         list.appendChild(item);
