@@ -247,3 +247,15 @@ def test_guides_link_the_prices_page_in_their_body(built_site):
         html = (built_site / page / "index.html").read_text()
         body = html[html.index("<article") : html.index("</article>")]
         assert f'<a href="{prices}">' in body, page
+
+
+def test_content_names_the_marketplace_only_through_its_placeholder():
+    from .project import REPO
+
+    site = gather(fixture_options(), now=NOW).site
+    pages = sorted((REPO / "content").glob("*/*.md"))
+    assert len(pages) == 35
+    assert [page for page in pages if site.marketplace.name in page.read_text()] == []
+    named = [page for page in pages if "{{ marketplace.name }}" in page.read_text()]
+    assert sorted({page.stem for page in named}) == ["guide-memory", "guide-vram", "home", "prices"]
+    assert len(named) == 20
