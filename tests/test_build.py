@@ -139,11 +139,11 @@ def test_known_cells_read_as_a_person_sees_them(built_site):
 
 def test_snapshot_line_language_switcher_and_hreflang(built_site):
     html = (built_site / "es/guias/memoria-gpu/index.html").read_text()
-    assert "Precios de la instantánea del marketplace del 31 oct 2026, 16:52 UTC: 619 GPU en 188 máquinas." in html
+    assert "Precios de la instantánea de Arrakis del 31 oct 2026, 16:52 UTC: 619 GPU en 188 máquinas." in html
     assert '<a href="/en/guides/gpu-memory/" lang="en" hreflang="en">English</a>' in html
     assert '<link rel="alternate" hreflang="x-default" href="https://gpumem.example.org/es/guias/memoria-gpu/">' in html
     english = (built_site / "en/guides/gpu-memory/index.html").read_text()
-    assert "Prices from the marketplace snapshot of Oct 31, 2026, 16:52 UTC: 619 GPUs on 188 machines." in english
+    assert "Prices from the Arrakis snapshot of Oct 31, 2026, 16:52 UTC: 619 GPUs on 188 machines." in english
     assert '<link rel="alternate" hreflang="es" href="https://gpumem.example.org/es/guias/memoria-gpu/">' in english
     assert '<a href="/es/guias/memoria-gpu/" lang="es" hreflang="es">Español</a>' in english
 
