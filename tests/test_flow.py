@@ -259,3 +259,11 @@ def test_content_names_the_marketplace_only_through_its_placeholder():
     named = [page for page in pages if "{{ marketplace.name }}" in page.read_text()]
     assert sorted({page.stem for page in named}) == ["guide-memory", "guide-vram", "home", "prices"]
     assert len(named) == 20
+
+
+def test_the_vram_guide_rents_its_worked_example(built_site):
+    html = (built_site / "en/guides/llm-vram/index.html").read_text()
+    assert (
+        "The smallest configuration on offer that holds it is 1 × RTX PRO 6000, from $1.90 per GPU-hour. "
+        '<a class="rent" href="https://arrakis.example.org/rent?gpu=rtx-pro-6000-blackwell&amp;count=1">Rent on Arrakis</a></p>'
+    ) in html
