@@ -7,7 +7,10 @@ from typing import Any
 
 import click
 
-from .build import Options, build, check, parallel_jobs, project_options
+from .options import BuildResult, Options, parallel_jobs, project_options
+
+# The pipeline (Jinja, Babel, YAML) is imported inside the commands that need it, so a rebuild
+# that finds nothing changed (fingerprint.unchanged) answers before loading it.
 
 PATH = click.Path(path_type=Path)
 
@@ -58,7 +61,14 @@ def build_command(
     catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None, force: bool, jobs: int | None
 ) -> None:
     """Build the site; rewrite only files whose bytes change, remove only files gpumem wrote."""
-    result = build(options_from(catalogs, content, prices, strict, out, force=force, jobs=jobs or parallel_jobs()), report=say)
+    from .fingerprint import unchanged
+
+    options = options_from(catalogs, content, prices, strict, out, force=force, jobs=jobs or parallel_jobs())
+    result: BuildResult | None = unchanged(options, report=say)
+    if result is None:
+        from .build import build
+
+        result = build(options, report=say)
     warn(result.warnings)
     summary = result.summary
     click.echo(
@@ -71,6 +81,8 @@ def build_command(
 @source_options
 def check_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool) -> None:
     """Validate every input and render every page in memory; write nothing."""
+    from .build import check
+
     inputs = check(options_from(catalogs, content, prices, strict))
     warn(inputs.warnings)
     catalog = inputs.catalog

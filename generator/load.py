@@ -15,6 +15,7 @@ import yaml
 from babel.messages.pofile import read_po
 
 from .errors import BuildError, Problems
+from .options import MAX_FILE_BYTES
 
 
 class LineDict(dict):
@@ -95,10 +96,6 @@ def _first_shared(data: Any) -> int | None:
             children = [(item, line) for item in (value.values() if isinstance(value, dict) else value)]
         stack += reversed(children)  # in file order, so the first alias is the one reported
     return None
-
-
-# No input of a build comes near this; a larger file is a mistake (or /dev/zero), not a catalog.
-MAX_FILE_BYTES = 20_000_000
 
 
 def read_text(path: Path, label: str, problems: Problems) -> str | None:

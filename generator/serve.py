@@ -28,7 +28,8 @@ from types import FrameType
 
 import click
 
-from .build import Options, build
+from .build import build
+from .options import Options
 from .watch import POLL, Sources
 
 EVENTS = "/__gpumem/events"
