@@ -33,6 +33,7 @@ from .load import (
     snapshot_time,
 )
 from .pages import CONTENT_KEYS, KINDS, Page, plan_pages
+from .price_checks import read_price_checks
 from .records import Catalog, Gpu, Model, Rules, Site
 from .render import Renderer
 from .validate import (
@@ -258,9 +259,11 @@ def read_catalog(catalogs: Path, prices: Path | None, problems: Problems, now: d
         return None
     earlier = tuple(stamp.path.stem for stamp in others if stamp.moment != snapshot.taken_at)
     points, configs = read_measurements(catalogs / "measurements", problems)
+    checks_path = catalogs / "price_checks.yaml"
+    checks = read_price_checks(checks_path, _label(checks_path), problems, gpu_ids, rules, (now or datetime.now(UTC)).date())
     if problems.found:
         return None
-    return Catalog(models, gpus, rules, snapshot, earlier, points, configs)
+    return Catalog(models, gpus, rules, snapshot, earlier, points, configs, price_checks=checks)
 
 
 def load_catalog(catalogs: Path, prices: Path | None = None, now: datetime | None = None) -> Catalog:
@@ -484,6 +487,8 @@ def fingerprint(inputs: Inputs) -> str:
     snapshot = options.prices or options.catalogs / "prices" / f"{inputs.catalog.snapshot.name}.yaml"
     folders = {"content": options.content, "templates": options.templates, "translations": options.translations, "code": CODE}
     named = [(f"catalogs/{name}.yaml", options.catalogs / f"{name}.yaml") for name in ("models", "gpus", "rules")]
+    if (options.catalogs / "price_checks.yaml").is_file():
+        named.append(("catalogs/price_checks.yaml", options.catalogs / "price_checks.yaml"))
     folders["measurements"] = options.catalogs / "measurements"
     named.append(("snapshot", snapshot))
     for label, folder in folders.items():
