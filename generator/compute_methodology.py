@@ -86,9 +86,22 @@ def source(block: str, text: str, names: dict[str, str] | None = None) -> Source
     return Source(block, text, links_in(text, names))
 
 
-def citations(rules: Rules) -> dict[str, tuple[Link, ...]]:
+@dataclass(frozen=True)
+class Citations:
     """Per block of rules.yaml, the papers and pages its source cites: what a "Source:" line links."""
-    return {block: links_in(text, rules.references) for block, text in rules.sources.items()}
+
+    by_block: dict[str, tuple[Link, ...]]
+
+    def of(self, *blocks: str) -> tuple[Link, ...]:
+        """The links of these blocks, each once, in order; a block rules.yaml lacks is an error, not silence."""
+        missing = [block for block in blocks if block not in self.by_block]
+        if missing:
+            raise KeyError(f"no source in rules.yaml for {', '.join(missing)}")
+        return tuple(dict.fromkeys(link for block in blocks for link in self.by_block[block]))
+
+
+def citations(rules: Rules) -> Citations:
+    return Citations({block: links_in(text, rules.references) for block, text in rules.sources.items()})
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from .compute import Shop
 from .compute_calculator import CalculatorPage, calculator_data, calculator_page
 from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
-from .compute_methodology import Link, MethodologyPage, citations, methodology_page
+from .compute_methodology import Citations, MethodologyPage, citations, methodology_page
 from .compute_pages import GpuPage, ModelPage, PricesPage, gpu_page, model_page, prices_page
 from .measured import Row, Summary, rows, summaries
 from .price_checks import Comparison, compare_prices
@@ -31,7 +31,7 @@ class SiteFigures:
     measured: tuple[Row, ...] = ()  # the deployment model against measured logs (methodology page)
     measured_summary: tuple[Summary, ...] = ()
     method: MethodologyPage | None = None  # the methodology page: both layers' constants, sources, measured checks
-    citations: dict[str, tuple[Link, ...]] = field(default_factory=dict)  # per rules.yaml block: what its "Source:" line links
+    citations: Citations = field(default_factory=lambda: Citations({}))  # per rules.yaml block: what its "Source:" line links
     price_checks: tuple[Comparison, ...] = ()  # other providers' dated prices against the snapshot's lowest
 
 

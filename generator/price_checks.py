@@ -110,8 +110,15 @@ class Comparison:
     difference: float | None = None
 
     @property
-    def compared(self) -> bool:
-        return self.status == "compared"
+    def currency(self) -> str:
+        return CURRENCY
+
+    @property
+    def direction(self) -> str:
+        """lower, higher or same: the snapshot's price against the check's, as a whole per cent shows it."""
+        if self.difference is None or round(abs(self.difference) * 100) == 0:
+            return "same"
+        return "lower" if self.difference < 0 else "higher"
 
 
 def compare_prices(
