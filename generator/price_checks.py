@@ -40,7 +40,8 @@ def read_price_checks(
     if not isinstance(items, list):
         top.report(data.line_of("checks"), "checks", f"expected a list of price checks, got {describe(items)}")
         return ()
-    checks, seen = [], {}
+    checks: list[PriceCheck] = []
+    seen: dict[Any, int] = {}
     for index, item in enumerate(items, start=1):
         if not isinstance(item, LineDict):
             top.report(data.line_of("checks"), "checks", f"entry {index}: expected a mapping of fields, got {describe(item)}")
