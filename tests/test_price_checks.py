@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.build import load_catalog
+from gpumem.build import fingerprint, gather, load_catalog
 from gpumem.errors import BuildError
 from gpumem.price_checks import compare_prices
 from gpumem.sizing import market
 
-from .conftest import NOW
+from .conftest import NOW, options_for
 from .project import CATALOGS
 
 CHECKS = "catalogs/price_checks.yaml"
@@ -234,3 +234,11 @@ def test_the_vram_guide_cites_the_checks_in_every_language(built_site):
     assert "était de 0,44\xa0$US\u202f: 55\xa0% moins cher ici." in french
     for path in ("es/guias/vram-llm", "pt/guias/vram-llm", "de/ratgeber/llm-vram"):
         assert (built_site / path / "index.html").read_text().count(provider) == 4, path
+
+
+def test_a_changed_price_check_changes_the_build_fingerprint(inputs):
+    """A build whose price checks changed is not skipped as up to date."""
+    before = fingerprint(gather(options_for(inputs), now=NOW))
+    path = inputs / CHECKS
+    path.write_text(path.read_text().replace("usd_per_gpu_hour: 5.43", "usd_per_gpu_hour: 5.44"))
+    assert fingerprint(gather(options_for(inputs), now=NOW)) != before
