@@ -34,6 +34,7 @@ from .options import BuildResult, Options, template_cache
 from .options import parallel_jobs as parallel_jobs  # where tests and scripts have found them
 from .options import project_options as project_options
 from .pages import CONTENT_KEYS, KINDS, Page, plan_pages
+from .price_checks import read_price_checks
 from .records import Catalog, Gpu, Model, Rules, Site
 from .render import Renderer
 from .validate import (
@@ -223,9 +224,11 @@ def read_catalog(catalogs: Path, prices: Path | None, problems: Problems, now: d
         return None
     earlier = tuple(stamp.path.stem for stamp in others if stamp.moment != snapshot.taken_at)
     points, configs = read_measurements(catalogs / "measurements", problems)
+    checks_path = catalogs / "price_checks.yaml"
+    checks = read_price_checks(checks_path, _label(checks_path), problems, gpu_ids, rules, (now or datetime.now(UTC)).date())
     if problems.found:
         return None
-    return Catalog(models, gpus, rules, snapshot, earlier, points, configs)
+    return Catalog(models, gpus, rules, snapshot, earlier, points, configs, price_checks=checks)
 
 
 def load_catalog(catalogs: Path, prices: Path | None = None, now: datetime | None = None) -> Catalog:

@@ -53,6 +53,20 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode):  # noqa
 _LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 
 
+def _construct_timestamp(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """A date or time; one shaped like a date but impossible (2026-13-01) stays text, for its field to report.
+
+    PyYAML would raise a bare ValueError, with no line, out of the whole file.
+    """
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
+
+
 def parse_yaml(text: str, path: str, problems: Problems) -> Any:
     """Parse YAML text; a syntax error becomes a problem with PyYAML's line and column."""
     try:

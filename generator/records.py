@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 
@@ -168,6 +168,8 @@ class Rules:
     deployment: DeploymentRules | None = None
     price_examples: tuple[str, ...] = ()  # GPUs whose lowest price the main guide quotes
     consumer_gpu: str = ""  # the card the main guide checks fine-tuning against
+    price_check_max_age_days: int = 0  # a price check older than this (before the snapshot) is not compared
+    references: dict[str, str] = field(default_factory=dict)  # a cited address -> the name readers know it by
 
 
 @dataclass(frozen=True)
@@ -199,6 +201,18 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
+class PriceCheck:
+    """Another provider's price for one GPU, checked by hand on a date (catalogs/price_checks.yaml)."""
+
+    provider: str
+    gpu: str
+    usd_per_gpu_hour: float
+    checked_on: date
+    url: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Catalog:
     """Everything a build reads, validated."""
 
@@ -210,6 +224,7 @@ class Catalog:
     # Measured serving memory (catalogs/measurements/): the points as written and each config.json.
     measured_points: tuple[dict[str, Any], ...] = ()
     measured_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    price_checks: tuple[PriceCheck, ...] = ()  # other providers' dated prices (catalogs/price_checks.yaml)
 
     def model(self, model_id: str) -> Model:
         return next(m for m in self.models if m.id == model_id)

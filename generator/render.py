@@ -89,8 +89,9 @@ class Formats:
         """A context length in the short form axes use: '8k', '128k'."""
         return f"{self.number(value / 1024)}k" if value >= 1024 else self.number(value)
 
-    def money(self, value: float) -> str:
-        return format_currency(_checked(value), self.currency, locale=self.locale)
+    def money(self, value: float, currency: str = "") -> str:
+        """A price in the snapshot's currency, or in the one named (a price check is in US dollars)."""
+        return format_currency(_checked(value), currency or self.currency, locale=self.locale)
 
     def percent(self, value: float) -> str:
         return format_percent(_checked(value), locale=self.locale)
