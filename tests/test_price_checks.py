@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.build import gather, load_catalog
-from gpumem.fingerprint import fingerprint
+from gpumem.build import load_catalog
 from gpumem.errors import BuildError
+from gpumem.fingerprint import fingerprint
 from gpumem.price_checks import compare_prices
 from gpumem.sizing import market
 
