@@ -168,6 +168,7 @@ class Rules:
     deployment: DeploymentRules | None = None
     price_examples: tuple[str, ...] = ()  # GPUs whose lowest price the main guide quotes
     consumer_gpu: str = ""  # the card the main guide checks fine-tuning against
+    training: TrainingRules | None = None
 
 
 @dataclass(frozen=True)
@@ -283,3 +284,39 @@ class DeploymentRules:
     large_batch_sequences: int
     small_batch_tokens: int
     small_batch_sequences: int
+
+
+@dataclass(frozen=True)
+class TrainingPrecision:
+    """Bytes per trainable parameter of one mixed-precision convention (rules.yaml, training.precisions)."""
+
+    name: str
+    weights: float  # the trainable weights as the forward pass reads them (and an FP32 copy where counted here)
+    gradients: float
+    master: float  # an FP32 master copy kept with the optimizer states (ZeRO's convention)
+    states: float  # one optimizer state element, unless the optimizer fixes its own
+
+
+@dataclass(frozen=True)
+class TrainingOptimizer:
+    """One optimizer's states per trainable parameter (rules.yaml, training.optimizers)."""
+
+    name: str
+    states: int  # state tensors per parameter: 2 for Adam (momentum, variance), 1 for SGD's momentum
+    state_bytes: float  # bytes per state element; 0 = the precision's
+    paged: bool = False  # states in CUDA unified memory, which torch's counters do not see
+    factored: bool = False  # Adafactor: one row and one column vector per matrix instead of a full state
+
+
+@dataclass(frozen=True)
+class TrainingRules:
+    """The training engine's constants (rules.yaml, training)."""
+
+    precisions: dict[str, TrainingPrecision]
+    optimizers: dict[str, TrainingOptimizer]
+    base_formats: dict[str, str]  # method -> weight format of the frozen or trained base
+    layer_bytes: float  # activations one layer stores per token and hidden unit, 16-bit, no recomputation
+    score_bytes: float  # per head and token pair when the attention scores are stored (no FlashAttention)
+    checkpoint_bytes: float  # per token and hidden unit of each layer's input kept by full checkpointing
+    logit_bytes: float  # per token and vocabulary entry: the FP32 logits and the loss's log-probabilities
+    gathered_layers: int  # layers whose full weights ZeRO-3 / FSDP gather at once (the current and the prefetched)
