@@ -152,7 +152,8 @@ def check(model: Model, setup: TrainingSetup, rules: TrainingRules) -> None:
         raise TrainingError(f"{setup.optimizer} already pages its states to CPU memory: do not also offload them")
     if setup.method == "qlora" and rules.precisions[setup.precision].master:
         raise TrainingError(
-            "QLoRA keeps its base in 4 bits and trains adapters only: an FP32 master copy of the weights is full fine-tuning's setting, use precision bf16"
+            "QLoRA keeps its base in 4 bits and trains adapters only: "
+            "an FP32 master copy of the weights is full fine-tuning's setting, use precision bf16"
         )
     if not setup.lora_targets or any(module not in MODULES for module in setup.lora_targets):
         raise TrainingError(f"LoRA targets must be among {', '.join(MODULES)}, got {', '.join(setup.lora_targets) or 'none'}")
