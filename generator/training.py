@@ -39,6 +39,13 @@ class TrainingError(ValueError):
     """A combination of settings no trainer runs, said in one sentence."""
 
 
+def targets_of(preset: str, arch: Architecture) -> tuple[str, ...]:
+    """The modules a named preset targets on this model: `all` takes the routed experts only where there are some."""
+    if preset not in TARGETS:
+        raise TrainingError(f"unknown LoRA targets {preset!r}: expected one of {', '.join(TARGETS)}")
+    return tuple(module for module in TARGETS[preset] if module != "experts" or arch.experts is not None)
+
+
 @dataclass(frozen=True)
 class TrainingSetup:
     """One fine-tuning run: the method, the batch, the optimizer and how the GPUs share it."""
@@ -143,7 +150,7 @@ def check(model: Model, setup: TrainingSetup, rules: TrainingRules) -> None:
     if setup.zero not in ZERO_STAGES:
         raise TrainingError(f"unknown ZeRO stage {setup.zero}: expected 0, 1, 2 or 3")
     if setup.zero and setup.gpus == 1:
-        raise TrainingError(f"ZeRO-{setup.zero} on one GPU shards nothing: use --zero 0, or 2 GPUs or more")
+        raise TrainingError(f"ZeRO-{setup.zero} on one GPU shards nothing: train on 2 GPUs or more, or without ZeRO")
     if setup.method == "full":
         if setup.lora_rank or setup.lora_targets:
             raise TrainingError("full fine-tuning trains every weight: a LoRA rank or LoRA targets apply only to lora and qlora")
@@ -153,7 +160,7 @@ def check(model: Model, setup: TrainingSetup, rules: TrainingRules) -> None:
     if setup.method == "qlora" and rules.precisions[setup.precision].master:
         raise TrainingError(
             "QLoRA keeps its base in 4 bits and trains adapters only: "
-            "an FP32 master copy of the weights is full fine-tuning's setting, use precision bf16"
+            "an FP32 master copy of the weights is full fine-tuning's setting (use bf16 precision)"
         )
     if not setup.lora_targets or any(module not in MODULES for module in setup.lora_targets):
         raise TrainingError(f"LoRA targets must be among {', '.join(MODULES)}, got {', '.join(setup.lora_targets) or 'none'}")

@@ -97,10 +97,10 @@ def test_sharding_divides_by_stage():
     [
         (
             run("qlora", precision="mixed"),
-            "QLoRA keeps its base in 4 bits and trains adapters only: an FP32 master copy of the weights is full fine-tuning's setting, use precision bf16",
+            "QLoRA keeps its base in 4 bits and trains adapters only: an FP32 master copy of the weights is full fine-tuning's setting (use bf16 precision)",
         ),
         (run("lora", lora_rank=4097), "LoRA rank 4097 is outside 1 to the hidden size (4,096)"),
-        (run("full", zero=3), "ZeRO-3 on one GPU shards nothing: use --zero 0, or 2 GPUs or more"),
+        (run("full", zero=3), "ZeRO-3 on one GPU shards nothing: train on 2 GPUs or more, or without ZeRO"),
         (run("full", lora_rank=8), "full fine-tuning trains every weight: a LoRA rank or LoRA targets apply only to lora and qlora"),
         (run("lora", lora_targets=("q", "lm_head")), "LoRA targets must be among q, k, v, o, gate, up, down, experts, got q, lm_head"),
         (run("lora", lora_targets=TARGETS["all"]), "Llama 3.1 8B has no routed experts for LoRA to target"),
