@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .measurements.training import BOUND, all_rows, points, table
+from .measurements.training import BOUND, all_rows, points, set_aside, table
+from .project import REPO
 
 REQUIRED_FIELDS = ("model", "arch", "method", "micro_batch", "seq", "optimizer", "gpu", "url", "quote")
 ROWS = all_rows()
@@ -41,3 +42,9 @@ def test_the_review_keeps_every_collected_point():
     assert len(ROWS) == 29
     excluded = [point for point in points() if point.get("not_enforced")]
     assert all(len(point["not_enforced"]) > 30 for point in excluded)
+
+
+def test_readme_shows_the_current_table():
+    readme = (REPO / "README.md").read_text()
+    enforced, summary = table(ROWS).rsplit("\n\n", 1)
+    assert enforced in readme and summary in readme and set_aside() in readme
