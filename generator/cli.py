@@ -136,6 +136,12 @@ def prices_diff(old: Path, new: Path, catalogs: Path | None) -> None:
 @click.option("--lora-targets", type=click.Choice(("attn", "attn_mlp", "all")), help="LoRA and QLoRA: layers with adapters (default all).")
 @click.option("--zero", type=click.IntRange(0, 3), help="Fine-tuning: ZeRO stage over --gpus (3 = FSDP's full shard; default 0).")
 @click.option("--offload-optimizer", is_flag=True, default=None, help="Fine-tuning: optimizer states in CPU memory.")
+@click.option(
+    "--fp32-unquantized",
+    is_flag=True,
+    default=None,
+    help="QLoRA: embeddings, norms and head in FP32, as PEFT's prepare_model_for_kbit_training leaves them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print bytes as JSON.")
 @click.option("--catalogs", type=PATH, help="Folder with models.yaml, gpus.yaml, rules.yaml and prices/.")
 def estimate_command(model_id: str | None, config: Path | None, mode: str, as_json: bool, catalogs: Path | None, **options: Any) -> None:

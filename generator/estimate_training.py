@@ -30,6 +30,7 @@ TRAINING_FLAGS = {
     "lora_targets": "--lora-targets",
     "zero": "--zero",
     "offload_optimizer": "--offload-optimizer",
+    "fp32_unquantized": "--fp32-unquantized",
 }
 
 
@@ -48,6 +49,7 @@ class TrainingRequest:
     lora_targets: str | None = None
     zero: int | None = None
     offload_optimizer: bool | None = None
+    fp32_unquantized: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ def setup_of(model: Model, request: Request, training: TrainingRequest) -> engin
         zero=training.zero or 0,
         gpus=request.gpus,
         offload_optimizer=bool(training.offload_optimizer),
+        fp32_unquantized=bool(training.fp32_unquantized),
     )
 
 
@@ -148,6 +151,7 @@ def as_json(result: TrainingEstimate) -> str:
         "zero": setup.zero,
         "gpus": setup.gpus,
         "offload_optimizer": setup.offload_optimizer,
+        "fp32_unquantized": setup.fp32_unquantized,
         "trainable_params": round(need.trainable_params),
         "weights_bytes_per_gpu": round(need.weights_bytes_per_gpu),
         "gradients_bytes_per_gpu": round(need.gradients_bytes_per_gpu),

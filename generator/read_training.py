@@ -43,9 +43,9 @@ def read_training(top: Entry, sources: dict[str, str], weight_formats: dict[str,
         known = tuple(weight_formats or ())
         kind = slug if weight_formats is None else _format(known)
         values["base_formats"] = {method: base.get(method, kind) for method in METHODS}
-    activations = _block(section, "activations", ("layer_bytes", "score_bytes", "checkpoint_bytes", "source"), sources)
+    activations = _block(section, "activations", ("layer_bytes", "score_bytes", "checkpoint_bytes", "norm_bytes", "source"), sources)
     if activations is not None:
-        for name in ("layer_bytes", "score_bytes", "checkpoint_bytes"):
+        for name in ("layer_bytes", "score_bytes", "checkpoint_bytes", "norm_bytes"):
             values[name] = activations.get(name, small)
     logits = _block(section, "logits", ("bytes", "source"), sources)
     if logits is not None:

@@ -318,5 +318,6 @@ class TrainingRules:
     layer_bytes: float  # activations one layer stores per token and hidden unit, 16-bit, no recomputation
     score_bytes: float  # per head and token pair when the attention scores are stored (no FlashAttention)
     checkpoint_bytes: float  # per token and hidden unit of each layer's input kept by full checkpointing
+    norm_bytes: float  # the part of layer_bytes that is the norms' inputs (copies of the residual stream)
     logit_bytes: float  # per token and vocabulary entry: the FP32 logits and the loss's log-probabilities
     gathered_layers: int  # layers whose full weights ZeRO-3 / FSDP gather at once (the current and the prefetched)

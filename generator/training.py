@@ -62,6 +62,7 @@ class TrainingSetup:
     zero: int = 0  # 0: data parallel (every GPU holds everything); 3 also stands for FSDP's full shard
     gpus: int = 1
     offload_optimizer: bool = False  # optimizer states (and an FP32 master copy) in CPU memory
+    fp32_unquantized: bool = False  # QLoRA: embeddings, norms and head cast to FP32 (PEFT's prepare_model_for_kbit_training)
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,8 @@ def check(model: Model, setup: TrainingSetup, rules: TrainingRules) -> None:
         raise TrainingError(f"unknown ZeRO stage {setup.zero}: expected 0, 1, 2 or 3")
     if setup.zero and setup.gpus == 1:
         raise TrainingError(f"ZeRO-{setup.zero} on one GPU shards nothing: train on 2 GPUs or more, or without ZeRO")
+    if setup.fp32_unquantized and setup.method != "qlora":
+        raise TrainingError("only QLoRA has unquantized weights to keep in FP32 beside a 4-bit base")
     if setup.method == "full":
         if setup.lora_rank or setup.lora_targets:
             raise TrainingError("full fine-tuning trains every weight: a LoRA rank or LoRA targets apply only to lora and qlora")
@@ -172,13 +175,18 @@ def check(model: Model, setup: TrainingSetup, rules: TrainingRules) -> None:
 
 def activations_bytes(arch: Architecture, setup: TrainingSetup, rules: TrainingRules) -> float:
     """What the backward pass needs kept: every layer's activations, or with full checkpointing each
-    layer's input plus one layer recomputed at a time; and the logits over the vocabulary."""
+    layer's input plus one layer recomputed at a time; and the logits over the vocabulary.
+
+    With the embeddings in FP32 (fp32_unquantized) the residual stream between layers is FP32 too,
+    so its copies (each layer's checkpointed input, the norms' inputs) take twice their 16-bit bytes.
+    """
     tokens = setup.seq * setup.micro_batch
-    layer = tokens * arch.hidden * rules.layer_bytes
+    wide = 2 if setup.fp32_unquantized else 1
+    layer = tokens * arch.hidden * (rules.layer_bytes + (wide - 1) * rules.norm_bytes)
     if not setup.flash_attention:
         layer += arch.heads * setup.seq * setup.seq * setup.micro_batch * rules.score_bytes
     if setup.checkpointing == "full":
-        kept = arch.layers * tokens * arch.hidden * rules.checkpoint_bytes + layer
+        kept = arch.layers * tokens * arch.hidden * rules.checkpoint_bytes * wide + layer
     else:
         kept = arch.layers * layer
     return kept + tokens * arch.vocab * rules.logit_bytes
@@ -196,6 +204,8 @@ def training(model: Model, setup: TrainingSetup, rules: TrainingRules, deploymen
     else:
         trainable = float(lora_params(arch, setup.lora_rank, setup.lora_targets))
         weights = base + trainable * precision.weights
+        if setup.fp32_unquantized:  # what the 4-bit format keeps at 16 bits goes to 32
+            weights += (embedding_params(arch) + model.vision_params_b * 1e9) * 2
     state_bytes = optimizer.state_bytes or precision.states
     elements = _factored_elements(model, setup) if optimizer.factored else trainable
     optimizer_bytes = trainable * precision.master + elements * optimizer.states * state_bytes

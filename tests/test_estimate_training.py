@@ -29,6 +29,7 @@ def test_json_gives_every_part_in_bytes():
         "zero": 0,
         "gpus": 1,
         "offload_optimizer": False,
+        "fp32_unquantized": False,
         "trainable_params": 41_943_040,
         # NF4 with double quantization (4.127 bits) for the linear layers, 16-bit embeddings and head, 16-bit adapters
         "weights_bytes_per_gpu": 5_785_827_393,
@@ -52,6 +53,16 @@ def test_full_fine_tuning_sharded_with_zero_3():
     assert data["optimizer_bytes_per_gpu"] == 12 * params / 8
     assert data["total_bytes_per_gpu"] == 160_313_267_354
     assert [(c["gpu"], c["count"]) for c in data["configurations"]] == [("b300", 8), ("b200", 8)]
+
+
+def test_qlora_as_peft_prepares_it():
+    plain = json.loads(estimate(*TRAINING, "--mode", "qlora", "--json").stdout)
+    upcast = json.loads(estimate(*TRAINING, "--mode", "qlora", "--fp32-unquantized", "--json").stdout)
+    assert (
+        upcast["weights_bytes_per_gpu"] - plain["weights_bytes_per_gpu"] == 2 * 2 * 128256 * 4096
+    )  # embeddings and head: 2 more bytes each
+    # the FP32 residual stream: each layer's checkpointed input and the recomputed layer's two norm inputs take 2 more bytes per element
+    assert upcast["activations_bytes_per_gpu"] - plain["activations_bytes_per_gpu"] == (32 * 2 + 4) * 4096 * 4096
 
 
 def test_text_names_every_part():
@@ -95,6 +106,7 @@ def test_text_names_every_part():
             "paged_adamw already pages its states to CPU memory: do not also offload them",
         ),
         (("--mode", "lora", "--micro-batch", "0"), "--micro-batch: expected a positive whole number, got 0"),
+        (("--mode", "lora", "--fp32-unquantized"), "only QLoRA has unquantized weights to keep in FP32 beside a 4-bit base"),
     ],
 )
 def test_bad_combinations_exit_1_with_one_message(args, message):

@@ -77,6 +77,12 @@ def test_qlora_stores_the_base_in_nf4():
     assert lora.weights_bytes_per_gpu == 2 * PARAMS + 2 * 41_943_040
 
 
+def test_fp32_unquantized_widens_the_residual_stream():
+    plain = activations_bytes(LLAMA.arch, run("qlora", checkpointing="none"), RULES)
+    upcast = activations_bytes(LLAMA.arch, run("qlora", checkpointing="none", fp32_unquantized=True), RULES)
+    assert upcast - plain == 32 * 4 * 4096 * 4096  # both norms' inputs in every layer, 2 more bytes each
+
+
 def test_sharding_divides_by_stage():
     def parts(zero: int, **settings) -> tuple[float, float, float]:
         need = training(LLAMA, run("full", zero=zero, gpus=4, **settings), RULES, DEPLOYMENT)

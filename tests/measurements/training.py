@@ -74,6 +74,7 @@ def setup(point: dict[str, Any]) -> TrainingSetup:
         zero=point["zero"],
         gpus=point["gpus"],
         offload_optimizer=point["offload_optimizer"],
+        fp32_unquantized=point["fp32_unquantized"],
     )
 
 
