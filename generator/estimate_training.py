@@ -11,12 +11,9 @@ from . import training as engine
 from .build import load_catalog
 from .errors import BuildError
 from .estimate import Request, _size, model_of
-from .records import Model
+from .records import Model, TrainingDefaults
 from .sizing import Configuration, offered_configurations
 
-DEFAULT_SEQ = 4096  # the issue's typical setting: 4,096 tokens, checkpointing on
-DEFAULT_RANK = 16
-DEFAULT_PRECISION = {"full": "mixed", "lora": "bf16", "qlora": "bf16"}
 # what `gpumem estimate` takes for serving only, and what it takes for training only
 SERVING_FLAGS = {"weights": "--weights", "kv": "--kv", "context": "--context", "requests": "--requests", "utilization": "--utilization"}
 TRAINING_FLAGS = {
@@ -81,23 +78,23 @@ def check_flags(request: Request, training: TrainingRequest) -> None:
         raise BuildError([f"{flag}: full fine-tuning trains every weight; LoRA options apply to --mode lora or qlora"])
 
 
-def setup_of(model: Model, request: Request, training: TrainingRequest) -> engine.TrainingSetup:
-    """The engine's setup from the flags, each missing one at its stated default."""
+def setup_of(model: Model, request: Request, training: TrainingRequest, defaults: TrainingDefaults) -> engine.TrainingSetup:
+    """The engine's setup from the flags, each missing one at its default (rules.yaml, training.defaults)."""
     method = training.mode
     lora = method != "full"
     try:
-        targets = engine.targets_of(training.lora_targets or "all", model.arch) if lora else ()
+        targets = engine.targets_of(training.lora_targets or defaults.lora_targets, model.arch) if lora else ()
     except engine.TrainingError as error:
         raise BuildError([f"--lora-targets: {error}"]) from None
     return engine.TrainingSetup(
         method=method,
-        seq=training.seq if training.seq is not None else DEFAULT_SEQ,
-        micro_batch=training.micro_batch if training.micro_batch is not None else 1,
+        seq=training.seq if training.seq is not None else defaults.seq,
+        micro_batch=training.micro_batch if training.micro_batch is not None else defaults.micro_batch,
         checkpointing=training.checkpointing or "full",
         flash_attention=(training.flash_attention or "on") == "on",
         optimizer=training.optimizer or "adamw",
-        precision=training.precision or DEFAULT_PRECISION[method],
-        lora_rank=(training.lora_rank if training.lora_rank is not None else DEFAULT_RANK) if lora else 0,
+        precision=training.precision or defaults.precision[method],
+        lora_rank=(training.lora_rank if training.lora_rank is not None else defaults.lora_rank) if lora else 0,
         lora_targets=targets,
         zero=training.zero or 0,
         gpus=request.gpus,
@@ -110,7 +107,7 @@ def estimate(catalogs: Path, request: Request, training: TrainingRequest) -> Tra
     """The run's parts per GPU and the configurations of --gpus GPUs on offer whose cards hold it, cheapest first."""
     catalog = load_catalog(catalogs)
     rules, deployment = catalog.rules.training, catalog.rules.deployment
-    if rules is None or deployment is None:
+    if rules is None or deployment is None or rules.defaults is None:
         raise BuildError([f"{catalogs / 'rules.yaml'}: no training block, so fine-tuning cannot be estimated"])
     check_flags(request, training)
     numbers = (
@@ -123,7 +120,7 @@ def estimate(catalogs: Path, request: Request, training: TrainingRequest) -> Tra
     if wrong:
         raise BuildError(wrong)
     model = model_of(catalog, request)
-    setup = setup_of(model, request, training)
+    setup = setup_of(model, request, training, rules.defaults)
     try:
         need = engine.training(model, setup, rules, deployment)
     except engine.TrainingError as error:

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 from .read_deployment import _formats
-from .records import TrainingOptimizer, TrainingPrecision, TrainingRules
-from .training import METHODS
-from .validate import Entry, Invalid, at_most, boolean, citation, describe, positive_int, positive_number, slug
+from .records import TrainingDefaults, TrainingOptimizer, TrainingPrecision, TrainingRules
+from .training import METHODS, TARGETS
+from .validate import Entry, Invalid, at_most, boolean, citation, describe, one_of, positive_int, positive_number, slug
 
-SECTIONS = ("precisions", "optimizers", "base", "activations", "logits", "sharding")
+SECTIONS = ("precisions", "optimizers", "base", "activations", "logits", "sharding", "defaults")
 PRECISION_FIELDS = ("weights", "gradients", "master", "states", "source")
 OPTIMIZER_FIELDS = ("states", "state_bytes", "paged", "factored", "source")
 
@@ -53,13 +53,31 @@ def read_training(top: Entry, sources: dict[str, str], weight_formats: dict[str,
     sharding = _block(section, "sharding", ("gathered_layers", "source"), sources)
     if sharding is not None:
         values["gathered_layers"] = sharding.get("gathered_layers", at_most(positive_int, 1_000))
-    parts = [part for part in (base, activations, logits, sharding) if part is not None]
+    defaults = _block(section, "defaults", ("seq", "micro_batch", "lora_rank", "lora_targets", "precision", "source"), sources)
+    if defaults is not None:
+        values["defaults"] = _defaults(defaults, tuple(precisions or ()))
+    parts = [part for part in (base, activations, logits, sharding, defaults) if part is not None]
     section.failed = section.failed or any(part.failed for part in parts)
     top.failed = top.failed or section.failed
     base_formats = values.get("base_formats") or {}
     if section.failed or precisions is None or optimizers is None or any(v is None for v in (*values.values(), *base_formats.values())):
         return None
     return TrainingRules(precisions=precisions, optimizers=optimizers, **values)
+
+
+def _defaults(entry: Entry, precisions: tuple[str, ...]) -> TrainingDefaults | None:
+    values = dict(
+        seq=entry.get("seq", at_most(positive_int, 10_000_000)),
+        micro_batch=entry.get("micro_batch", at_most(positive_int, 100_000)),
+        lora_rank=entry.get("lora_rank", at_most(positive_int, 100_000)),
+        lora_targets=entry.get("lora_targets", one_of(TARGETS, "LoRA targets")),
+    )
+    by_method = entry.section("precision")
+    if by_method is not None:
+        by_method.check_keys(METHODS)
+        values["precision"] = {method: by_method.get(method, one_of(precisions, "precision")) for method in METHODS}
+        entry.failed = entry.failed or by_method.failed
+    return None if entry.failed else TrainingDefaults(**values)
 
 
 def _format(known: tuple[str, ...]) -> Callable[[Any], str]:

@@ -321,3 +321,15 @@ class TrainingRules:
     norm_bytes: float  # the part of layer_bytes that is the norms' inputs (copies of the residual stream)
     logit_bytes: float  # per token and vocabulary entry: the FP32 logits and the loss's log-probabilities
     gathered_layers: int  # layers whose full weights ZeRO-3 / FSDP gather at once (the current and the prefetched)
+    defaults: TrainingDefaults | None = None  # what `gpumem estimate --mode` assumes for a flag left out
+
+
+@dataclass(frozen=True)
+class TrainingDefaults:
+    """The setting `gpumem estimate --mode` assumes (rules.yaml, training.defaults)."""
+
+    seq: int
+    micro_batch: int
+    lora_rank: int
+    lora_targets: str
+    precision: dict[str, str]  # by method

@@ -6,9 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from gpumem.build import load_catalog
+from gpumem.build import gather, load_catalog
+from gpumem.errors import BuildError
 from gpumem.training import TARGETS, TrainingError, TrainingSetup, activations_bytes, lora_params, training
 
+from .conftest import NOW, edit, line_of, options_for
 from .project import CATALOGS
 
 CATALOG = load_catalog(CATALOGS)
@@ -128,3 +130,23 @@ def test_bad_combinations_are_refused(setup, message):
 def test_same_inputs_same_bytes():
     setup = run("lora", zero=2, gpus=2, micro_batch=4)
     assert training(LLAMA, setup, RULES, DEPLOYMENT) == training(LLAMA, replace(setup), RULES, DEPLOYMENT)
+
+
+def test_a_broken_training_block_is_reported_by_file_and_line(inputs, monkeypatch):
+    monkeypatch.chdir(inputs)
+    rules = inputs / "catalogs" / "rules.yaml"
+    edit(rules, "    layer_bytes: 34\n", "    layer_bytes: -34\n")
+    edit(rules, "    qlora: nf4\n", "    qlora: nf5\n")
+    edit(rules, "adamw_8bit: {states: 2, state_bytes: 1,", "adamw_8bit: {states: 2, state_bytes: 1, pagd: true,")
+    edit(rules, "    lora_targets: all\n", "    lora_targets: everything\n")
+    with pytest.raises(BuildError) as raised:
+        gather(options_for(inputs), now=NOW)
+    at = {text: line_of(rules, text) for text in ("pagd", "qlora: nf5", "layer_bytes: -34", "lora_targets: everything")}
+    assert raised.value.lines == [
+        f"catalogs/rules.yaml:{at['pagd']}: rules: training.optimizers.adamw_8bit.pagd: unknown field (did you mean 'paged'?)",
+        f"catalogs/rules.yaml:{at['qlora: nf5']}: rules: training.base.qlora: expected a weight format of deployment.weight_formats "
+        "(fp32, bf16, fp16, fp8, int8, awq, gptq, nf4, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k), got 'nf5'",
+        f"catalogs/rules.yaml:{at['layer_bytes: -34']}: rules: training.activations.layer_bytes: expected a positive number, got -34",
+        f"catalogs/rules.yaml:{at['lora_targets: everything']}: rules: training.defaults.lora_targets: "
+        "unknown LoRA targets 'everything' (expected all, attn or attn_mlp)",
+    ]
