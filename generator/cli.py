@@ -133,7 +133,11 @@ def prices_diff(old: Path, new: Path, catalogs: Path | None) -> None:
     "--precision", type=click.Choice(("bf16", "mixed", "mixed_hf")), help="Fine-tuning: mixed keeps an FP32 master copy (default for full)."
 )
 @click.option("--lora-rank", type=int, help="LoRA and QLoRA: the adapters' rank (default 16).")
-@click.option("--lora-targets", type=click.Choice(("attn", "attn_mlp", "all")), help="LoRA and QLoRA: layers with adapters (default all).")
+@click.option(
+    "--lora-targets",
+    type=click.Choice(("attn", "attn_mlp", "all")),
+    help="LoRA and QLoRA: attention, + MLP, or all (+ a MoE's routed experts); default all.",
+)
 @click.option("--zero", type=click.IntRange(0, 3), help="Fine-tuning: ZeRO stage over --gpus (3 = FSDP's full shard; default 0).")
 @click.option("--offload-optimizer", is_flag=True, default=None, help="Fine-tuning: optimizer states in CPU memory.")
 @click.option(

@@ -199,7 +199,7 @@ def training(model: Model, setup: TrainingSetup, rules: TrainingRules, deploymen
     gpus, arch = setup.gpus, model.arch
     base = weights_bytes(model, deployment.weight_formats[rules.base_formats[setup.method]])
     if setup.method == "full":
-        trainable = model.params_b * 1e9 + model.vision_params_b * 1e9
+        trainable = model.params_b * 1e9  # a vision tower included
         weights = trainable * precision.weights
     else:
         trainable = float(lora_params(arch, setup.lora_rank, setup.lora_targets))
