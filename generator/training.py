@@ -173,15 +173,19 @@ def check(model: Model, setup: TrainingSetup, rules: TrainingRules) -> None:
         raise TrainingError(f"{model.name} has no routed experts for LoRA to target")
 
 
-def activations_bytes(arch: Architecture, setup: TrainingSetup, rules: TrainingRules) -> float:
+def fp32_widening(deployment: DeploymentRules) -> float:
+    """How much wider an FP32 element is than a 16-bit one (deployment.weight_formats: 32 and 16 bits)."""
+    return deployment.weight_formats["fp32"].bits / deployment.weight_formats["bf16"].bits
+
+
+def activations_bytes(arch: Architecture, setup: TrainingSetup, rules: TrainingRules, wide: float = 1.0) -> float:
     """What the backward pass needs kept: every layer's activations, or with full checkpointing each
     layer's input plus one layer recomputed at a time; and the logits over the vocabulary.
 
     With the embeddings in FP32 (fp32_unquantized) the residual stream between layers is FP32 too,
-    so its copies (each layer's checkpointed input, the norms' inputs) take twice their 16-bit bytes.
+    so its copies (each layer's checkpointed input, the norms' inputs) are `wide` times their 16-bit bytes.
     """
     tokens = setup.seq * setup.micro_batch
-    wide = 2 if setup.fp32_unquantized else 1
     layer = tokens * arch.hidden * (rules.layer_bytes + (wide - 1) * rules.norm_bytes)
     if not setup.flash_attention:
         layer += arch.heads * setup.seq * setup.seq * setup.micro_batch * rules.score_bytes
@@ -205,7 +209,12 @@ def training(model: Model, setup: TrainingSetup, rules: TrainingRules, deploymen
         trainable = float(lora_params(arch, setup.lora_rank, setup.lora_targets))
         weights = base + trainable * precision.weights
         if setup.fp32_unquantized:  # what the 4-bit format keeps at 16 bits goes to 32
-            weights += (embedding_params(arch) + model.vision_params_b * 1e9) * 2
+            weights += (
+                (embedding_params(arch) + model.vision_params_b * 1e9)
+                * deployment.weight_formats["bf16"].bits
+                / 8
+                * (fp32_widening(deployment) - 1)
+            )
     state_bytes = optimizer.state_bytes or precision.states
     elements = _factored_elements(model, setup) if optimizer.factored else trainable
     optimizer_bytes = trainable * precision.master + elements * optimizer.states * state_bytes
@@ -224,7 +233,7 @@ def training(model: Model, setup: TrainingSetup, rules: TrainingRules, deploymen
         weights_bytes_per_gpu=weights,
         gradients_bytes_per_gpu=gradients,
         optimizer_bytes_per_gpu=0.0 if setup.offload_optimizer else optimizer_bytes,
-        activations_bytes_per_gpu=activations_bytes(arch, setup, rules),
+        activations_bytes_per_gpu=activations_bytes(arch, setup, rules, fp32_widening(deployment) if setup.fp32_unquantized else 1.0),
         runtime_bytes_per_gpu=runtime,
         paged_optimizer=optimizer.paged,
     )
