@@ -54,8 +54,10 @@ def test_optimizers():
     assert optimizer("sgd") == (4 + 4) * PARAMS
     assert optimizer("paged_adamw") == optimizer("adamw")
     assert training(LLAMA, run("full", optimizer="paged_adamw"), RULES, DEPLOYMENT).paged_optimizer
-    # Adafactor: a row and a column per matrix, every vector whole; in 16 bits here
-    assert optimizer("adafactor", "bf16") == 6_304_768
+    # Adafactor: a row and a column per matrix (q, k, v, o, gate, up, down; embeddings and head), every
+    # vector whole (65 norms of 4,096), one 16-bit state each here
+    rows_and_columns = 32 * (2 * 8192 + 2 * 5120 + 3 * (4096 + 14336)) + 2 * (128256 + 4096)
+    assert optimizer("adafactor", "bf16") == 2 * (rows_and_columns + 65 * 4096) == 6_304_768
 
 
 def test_activations_follow_korthikanti():
