@@ -492,7 +492,7 @@ LIMITS = ("max_params_b", "max_layers", "max_heads", "max_head_dim", "max_batch"
 EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", *LIMITS)}
 RULE_SECTIONS = (
     "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
-    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment references"
+    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training references"
 ).split()
 
 
@@ -502,6 +502,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         problems.add_raw(f"{path}:1: rules: expected a mapping of sections")
         return None
     from .read_deployment import read_deployment  # it reads with this module's Entry
+    from .read_training import read_training
 
     top = Entry(problems, path, data, "rules")
     top.check_keys(RULE_SECTIONS)
@@ -530,6 +531,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         calculator_defaults=_calculator_defaults(calculator, precisions or {}, kv_precisions or {}, kinds["model"]) if calculator else None,
         deployment=read_deployment(top, sources),
     )
+    training = read_training(top, sources, values["deployment"].weight_formats if values["deployment"] else None)
     values["references"] = _references(top, sources)  # after every block, so every source is known
     known = values["deployment"].weight_formats if values["deployment"] else {}
     for name in values["model_formats"] or ():
@@ -543,7 +545,9 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         return None
     if any(value is None for value in values["calculator_limits"].values()):
         return None
-    return Rules(precisions=precisions, kv_precisions=kv_precisions, sources=sources, **values)
+    if "training" in data and training is None:
+        return None
+    return Rules(precisions=precisions, kv_precisions=kv_precisions, sources=sources, training=training, **values)
 
 
 def _rule_blocks(top: Entry, sources: dict[str, str]) -> dict[str, Entry]:
