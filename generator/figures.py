@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from .compute import Shop
 from .compute_calculator import CalculatorPage, calculator_data, calculator_page
 from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
+from .compute_index import GpusIndex, ModelsIndex, gpus_index, models_index
 from .compute_methodology import MethodologyPage, methodology_page
 from .compute_pages import GpuPage, ModelPage, PricesPage, gpu_page, model_page, prices_page
 from .measured import Row, Summary, rows, summaries
@@ -27,6 +28,8 @@ class SiteFigures:
     models: dict[str, ModelPage]
     gpus: dict[str, GpuPage]
     calculator_json: str
+    models_index: ModelsIndex  # the index pages: every model and every GPU in one table
+    gpus_index: GpusIndex
     measured: tuple[Row, ...] = ()  # the deployment model against measured logs (methodology page)
     measured_summary: tuple[Summary, ...] = ()
     method: MethodologyPage | None = None  # the methodology page: both layers' constants, sources, measured checks
@@ -37,6 +40,7 @@ def site_figures(catalog: Catalog) -> SiteFigures:
     shop = Shop(catalog)
     deployment = catalog.rules.deployment
     checks = rows(list(catalog.measured_points), catalog.measured_configs, deployment) if deployment else ()
+    models = {m.id: model_page(catalog, shop, m) for m in catalog.models}
     return SiteFigures(
         shop=shop,
         main=main_guide(catalog, shop),
@@ -44,10 +48,12 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         sizing=sizing_guide(catalog, shop),
         calculator=calculator_page(catalog, shop),
         prices=prices_page(catalog, shop),
-        models={m.id: model_page(catalog, shop, m) for m in catalog.models},
+        models=models,
         gpus={g.id: gpu_page(catalog, shop, g) for g in catalog.gpus},
         calculator_json=json.dumps(calculator_data(catalog, shop), sort_keys=True, separators=(",", ":")),
         measured=checks,
         measured_summary=summaries(checks),
         method=methodology_page(catalog, checks, summaries(checks)),
+        models_index=models_index(catalog, models),
+        gpus_index=gpus_index(catalog.gpus, shop.markets),
     )

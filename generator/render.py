@@ -6,6 +6,7 @@ through gettext catalogs; never computes memory.
 
 from __future__ import annotations
 
+import copy
 import functools
 import gettext
 import io
@@ -88,8 +89,13 @@ class Formats:
         """A context length in the short form axes use: '8k', '128k'."""
         return f"{self.number(value / 1024)}k" if value >= 1024 else self.number(value)
 
-    def money(self, value: float) -> str:
-        return format_currency(_checked(value), self.currency, locale=self.locale)
+    def money(self, value: float, digits: int | None = None) -> str:
+        """A price in the language's currency pattern, with the currency's decimals or `digits` of them."""
+        if digits is None:
+            return format_currency(_checked(value), self.currency, locale=self.locale)
+        pattern = copy.copy(Locale.parse(self.locale).currency_formats["standard"])
+        pattern.frac_prec = (digits, digits)
+        return pattern.apply(_checked(value), Locale.parse(self.locale), currency=self.currency, currency_digits=False)
 
     def percent(self, value: float) -> str:
         return format_percent(_checked(value), locale=self.locale)
