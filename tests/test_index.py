@@ -202,8 +202,17 @@ def test_gpus_sort_by_price_with_the_ones_not_on_offer_last(page: Page, site_url
     button.click()
     expect(gpus.first).to_have_text("B200")
     expect(gpus.nth(10)).to_have_text("RTX 3090")
-    page.get_by_label("Filtrar por nombre o fabricante").fill("amd")
+    search = page.get_by_label("Filtrar por nombre o fabricante")
+    search.fill("amd")
     expect(page.locator("#gpus-table tbody tr:visible th")).to_have_text(["MI300X", "MI325X", "MI355X"])
+    none = page.get_by_text("Ninguna fila coincide con este filtro.")
+    expect(none).to_be_hidden()
+    search.fill("intel")
+    expect(page.locator("#gpus-table tbody tr:visible")).to_have_count(0)
+    expect(none).to_be_visible()
+    search.fill("")
+    expect(page.locator("#gpus-table tbody tr:visible")).to_have_count(26)
+    expect(none).to_be_hidden()
 
 
 @pytest.mark.slow
