@@ -33,7 +33,7 @@ from .load import (
 from .options import BuildResult, Options, template_cache
 from .options import parallel_jobs as parallel_jobs  # where tests and scripts have found them
 from .options import project_options as project_options
-from .pages import CONTENT_KEYS, KINDS, Page, plan_pages
+from .pages import CONTENT_KEYS, KINDS, ROUTE_KEYS, Page, plan_pages
 from .price_checks import read_price_checks
 from .records import Catalog, Gpu, Model, Rules, Site
 from .render import Renderer
@@ -246,7 +246,7 @@ def gather(options: Options, now: datetime | None = None) -> Inputs:
     catalog = read_catalog(options.catalogs, options.prices, problems, now)
     site_path = options.content / "site.yaml"
     site_data = read_yaml(site_path, _label(site_path), problems)
-    site = read_site(site_data, _label(site_path), problems, KINDS) if site_data is not None else None
+    site = read_site(site_data, _label(site_path), problems, ROUTE_KEYS) if site_data is not None else None
     content = _read_content(options.content, site, problems) if site else {}
     for language in site.languages if site else ():
         catalog_file = options.translations / language.code / "LC_MESSAGES" / "messages.po"
