@@ -33,13 +33,13 @@ from .load import (
     snapshot_time,
 )
 from .pages import CONTENT_KEYS, KINDS, Page, plan_pages
+from .read_gpus import read_gpus
 from .records import Catalog, Gpu, Model, Rules, Site
 from .render import Renderer
 from .validate import (
     Invalid,
     check_front_matter,
     in_the_future,
-    read_gpus,
     read_models,
     read_rules,
     read_site,

@@ -77,6 +77,25 @@ class Model:
 
 
 @dataclass(frozen=True)
+class FormFactor:
+    """How a GPU is built: a PCIe card (its generation and slots), an SXM or OAM module, or a superchip."""
+
+    kind: str  # pcie | sxm | oam | superchip
+    pcie_gen: int = 0  # the host link's PCIe generation, 0 where the vendor gives none (superchips)
+    slots: int = 0  # PCIe cards only
+
+
+@dataclass(frozen=True)
+class Link:
+    """The GPU-to-GPU link: its kind, generation and bandwidth per GPU in GB/s, both directions summed."""
+
+    kind: str  # nvlink | nvlink-bridge | infinity-fabric | pcie
+    generation: str
+    gb_s: float
+    gpus: int = 0  # how many GPUs a bridge joins; 0 for a switched fabric or PCIe
+
+
+@dataclass(frozen=True)
 class Gpu:
     """One catalog GPU."""
 
@@ -88,14 +107,18 @@ class Gpu:
     memory_gb: float
     memory_type: str
     bandwidth_tb_s: float
-    form_factor: str
-    interconnect: str
+    form_factor: FormFactor
+    link: Link
     fp8: bool
     year: int
     aliases: tuple[str, ...]
     source: str
     visible_bytes: float = 0.0  # total memory as CUDA or ROCm report it; 0 when no log was found
     visible_source: str = ""
+    # Dense tensor throughput per precision (bf16, fp8, fp4 in TFLOPS; int8 in TOPS), no sparsity.
+    dense_tflops: dict[str, float] = field(default_factory=dict)
+    throughput_source: str = ""
+    notes: str = ""  # never shown
 
     @property
     def runtime_bytes(self) -> float:
