@@ -4,29 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from gpumem.build import gather
-from gpumem.errors import BuildError
 from gpumem.records import FormFactor, Link
 
-from .conftest import NOW, edit, line_of, options_for
+from . import test_validate
+from .conftest import NOW, edit, line_of
 from .project import fixture_options
+from .test_validate import problems
 
 GPUS = Path("catalogs/gpus.yaml")
+root = test_validate.root  # the copied inputs as the working folder
 RTX_3090_LINK = '    link: {kind: "nvlink-bridge", generation: "3", gb_s: 112.5, gpus: 2}\n'
-
-
-@pytest.fixture
-def root(inputs: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(inputs)
-    return inputs
-
-
-def problems(root: Path) -> list[str]:
-    with pytest.raises(BuildError) as raised:
-        gather(options_for(root), now=NOW)
-    return raised.value.lines
 
 
 def test_every_gpu_states_its_form_factor_link_and_throughput_as_data():
