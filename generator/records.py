@@ -189,6 +189,7 @@ class Rules:
     calculator_defaults: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     deployment: DeploymentRules | None = None
+    speed: SpeedRules | None = None
     price_examples: tuple[str, ...] = ()  # GPUs whose lowest price the main guide quotes
     consumer_gpu: str = ""  # the card the main guide checks fine-tuning against
 
@@ -306,3 +307,23 @@ class DeploymentRules:
     large_batch_sequences: int
     small_batch_tokens: int
     small_batch_sequences: int
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Fractions of the datasheet peaks an engine reaches: memory bandwidth, and dense throughput in decode and prefill."""
+
+    bandwidth: float
+    compute: float
+    prefill: float
+
+
+@dataclass(frozen=True)
+class SpeedRules:
+    """The speed engine's constants (rules.yaml, speed)."""
+
+    efficiency: dict[str, Efficiency]  # by runtime: vllm (batched serving engines) and llama.cpp
+    compute_precision: dict[str, tuple[str, ...]]  # weight format -> tensor rates tried in order, else bf16
+    pcie_gb_s: dict[int, float]  # PCIe generation -> x16 GB/s, both directions summed
+    activation_bytes: float  # bytes per hidden-state element in a tensor-parallel all-reduce
+    allreduce_latency_s: float  # fixed cost of one all-reduce

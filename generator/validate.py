@@ -450,7 +450,7 @@ LIMITS = ("max_params_b", "max_layers", "max_heads", "max_head_dim", "max_batch"
 EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", *LIMITS)}
 RULE_SECTIONS = (
     "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
-    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment"
+    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment speed"
 ).split()
 
 
@@ -460,6 +460,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         problems.add_raw(f"{path}:1: rules: expected a mapping of sections")
         return None
     from .read_deployment import read_deployment  # it reads with this module's Entry
+    from .read_speed import read_speed
 
     top = Entry(problems, path, data, "rules")
     top.check_keys(RULE_SECTIONS)
@@ -489,6 +490,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         deployment=read_deployment(top, sources),
     )
     known = values["deployment"].weight_formats if values["deployment"] else {}
+    values["speed"] = read_speed(top, sources, set(known)) if "speed" in data else None
     for name in values["model_formats"] or ():
         if known and name not in known:
             top.report(
