@@ -8,7 +8,8 @@ from .records import Efficiency, SpeedRules
 from .validate import Entry, Invalid, at_most, citation, describe, fraction, positive_int, positive_number
 
 RUNTIMES = ("vllm", "llama.cpp")
-PHASES = ("bandwidth", "compute", "prefill")
+PHASES = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe")
+EFFICIENCY_FIELDS = (*PHASES, "layer_overhead_us")
 TENSOR_RATES = ("bf16", "fp8", "fp4", "int8")
 LINK_FIELDS = ("pcie_gb_s", "activation_bytes", "allreduce_latency_us", "source")
 
@@ -26,7 +27,7 @@ def read_speed(top: Entry, sources: dict[str, str], formats: set[str]) -> SpeedR
     if link is not None:
         link.check_keys(LINK_FIELDS)
         sources["speed.link"] = link.get("source", citation) or ""
-        latency = link.get("allreduce_latency_us", at_most(positive_number, 10_000))
+        latency = link.get("allreduce_latency_us", _microseconds)
         values.update(
             pcie_gb_s=link.get("pcie_gb_s", _pcie_table),
             activation_bytes=link.get("activation_bytes", at_most(positive_number, 8)),
@@ -40,7 +41,7 @@ def read_speed(top: Entry, sources: dict[str, str], formats: set[str]) -> SpeedR
 
 
 def _efficiency(section: Entry, sources: dict[str, str]) -> dict[str, Efficiency] | None:
-    """efficiency: {vllm: {bandwidth, compute, prefill}, llama.cpp: {...}, source}."""
+    """efficiency: {vllm: {bandwidth_gddr, bandwidth_hbm, compute, prefill, prefill_moe, layer_overhead_us}, llama.cpp: {...}, source}."""
     table = section.section("efficiency")
     if table is None:
         return None
@@ -51,11 +52,12 @@ def _efficiency(section: Entry, sources: dict[str, str]) -> dict[str, Efficiency
         entry = table.section(runtime)
         if entry is None:
             continue
-        entry.check_keys(PHASES)
+        entry.check_keys(EFFICIENCY_FIELDS)
         phases = {phase: entry.get(phase, fraction) for phase in PHASES}
+        overhead = entry.get("layer_overhead_us", _microseconds)
         table.failed = table.failed or entry.failed
         if not entry.failed:
-            found[runtime] = Efficiency(**phases)
+            found[runtime] = Efficiency(**phases, layer_overhead_s=overhead / 1e6)
     section.failed = section.failed or table.failed
     return None if table.failed else found
 
@@ -70,6 +72,13 @@ def _compute_precision(section: Entry, sources: dict[str, str], formats: set[str
     found = {str(name): table.get(str(name), _rates) for name in table.data if name != "source"}
     section.failed = section.failed or table.failed
     return None if table.failed else found
+
+
+def _microseconds(value: Any) -> float:
+    """A fixed time in microseconds: zero or positive, under a hundredth of a second."""
+    if value == 0 and not isinstance(value, bool):
+        return 0.0
+    return float(at_most(positive_number, 10_000)(value))
 
 
 def _rates(value: Any) -> tuple[str, ...]:

@@ -311,11 +311,19 @@ class DeploymentRules:
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Fractions of the datasheet peaks an engine reaches: memory bandwidth, and dense throughput in decode and prefill."""
+    """Fractions of the datasheet peaks an engine reaches: memory bandwidth (GDDR and HBM cards apart),
+    and dense throughput in decode and in prefill; and the fixed time it spends per layer."""
 
-    bandwidth: float
+    bandwidth_gddr: float
+    bandwidth_hbm: float
     compute: float
     prefill: float
+    prefill_moe: float  # a mixture of experts' prefill: grouped expert GEMMs run below a dense GEMM
+    layer_overhead_s: float = 0.0  # fixed time per layer and forward pass: kernel launches and synchronisation
+
+    def bandwidth(self, memory_type: str) -> float:
+        """The fraction of a card's bandwidth reached, by its memory: HBM stacks or GDDR chips."""
+        return self.bandwidth_hbm if memory_type.upper().startswith("HBM") else self.bandwidth_gddr
 
 
 @dataclass(frozen=True)

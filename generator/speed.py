@@ -33,15 +33,17 @@ class Load:
 
 @dataclass(frozen=True)
 class Step:
-    """One decode step on one GPU: its parts in seconds (the larger of memory and compute, plus the link)."""
+    """One decode step on one GPU: its parts in seconds (the larger of memory and compute, plus the link
+    and the engine's fixed time per layer)."""
 
     memory_s: float
     compute_s: float
     link_s: float
+    overhead_s: float = 0.0
 
     @property
     def seconds(self) -> float:
-        return max(self.memory_s, self.compute_s) + self.link_s
+        return max(self.memory_s, self.compute_s) + self.link_s + self.overhead_s
 
 
 @dataclass(frozen=True)
@@ -112,34 +114,37 @@ def allreduce_s(rules: SpeedRules, model: Model, gpu: Gpu, gpus: int, tokens: in
     return 2 * model.arch.layers * (ring + rules.allreduce_latency_s)
 
 
-def decode_step(rules: SpeedRules, model: Model, fmt: WeightFormat, kv: KvFormat, gpu: Gpu, gpus: int, batch: int, context: float) -> Step:
+def decode_step(
+    rules: SpeedRules, model: Model, fmt: WeightFormat, kv: KvFormat, gpu: Gpu, gpus: int, batch: int, context: float, runtime: str
+) -> Step:
     """One decode step of `batch` requests each `context` tokens deep on `gpus` GPUs, per GPU."""
-    efficiency = rules.efficiency[fmt.runtime]
-    split = 1 if fmt.runtime == "llama.cpp" else gpus  # llama.cpp's GPUs take turns over their layers
-    cache = kv_cache_bytes_per_gpu(model.arch, kv, round(context), batch, split, fmt.runtime)
+    efficiency = rules.efficiency[runtime]
+    split = 1 if runtime == "llama.cpp" else gpus  # llama.cpp's GPUs take turns over their layers
+    cache = kv_cache_bytes_per_gpu(model.arch, kv, round(context), batch, split, runtime)
     read = weight_bytes_read(model, fmt, batch) / split + cache
     flops = batch * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, context)) / split
     rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu)] * 1e12
-    link = 0.0 if fmt.runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, batch)
+    link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, batch)
     return Step(
-        memory_s=read / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth),
+        memory_s=read / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type)),
         compute_s=flops / (rate * efficiency.compute),
         link_s=link,
+        overhead_s=model.arch.layers * efficiency.layer_overhead_s,
     )
 
 
-def prefill_s(rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, gpus: int, prompt: int) -> float:
+def prefill_s(rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, gpus: int, prompt: int, runtime: str) -> float:
     """One prompt's prefill: its FLOPs (causal attention over half the prompt on average) over dense throughput."""
     if prompt == 0:
         return 0.0
-    efficiency = rules.efficiency[fmt.runtime]
-    split = 1 if fmt.runtime == "llama.cpp" else gpus
+    efficiency = rules.efficiency[runtime]
+    split = 1 if runtime == "llama.cpp" else gpus
     flops = prompt * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, prompt / 2)) / split
     rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu)] * 1e12
-    compute = flops / (rate * efficiency.prefill)
-    memory = weights_bytes(model, fmt) / split / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth)
-    link = 0.0 if fmt.runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, prompt)
-    return max(compute, memory) + link
+    compute = flops / (rate * (efficiency.prefill_moe if model.is_moe else efficiency.prefill))
+    memory = weights_bytes(model, fmt) / split / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type))
+    link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, prompt)
+    return max(compute, memory) + link + model.arch.layers * efficiency.layer_overhead_s
 
 
 def speed(
@@ -151,16 +156,19 @@ def speed(
     gpus: int,
     load: Load,
     price_per_hour: float | None = None,
+    runtime: str = "",
 ) -> Speed:
     """Tokens per second of a load on `gpus` x `gpu`, and US$ per million tokens at the configuration's price.
 
     Decode runs at the load's average depth (prompt plus half the output). The aggregate counts the
     prefills the running requests need between them: a round of `concurrency` requests takes their
-    prefills plus `output_tokens` decode steps.
+    prefills plus `output_tokens` decode steps. The runtime is the format's unless another engine
+    ran it (a measured point: TensorRT-LLM and SGLang take the batched-serving factors of vllm).
     """
+    runtime = runtime or fmt.runtime
     context = load.prompt_tokens + load.output_tokens / 2
-    step = decode_step(rules, model, fmt, kv, gpu, gpus, load.concurrency, context)
-    prefill = prefill_s(rules, model, fmt, gpu, gpus, load.prompt_tokens)
+    step = decode_step(rules, model, fmt, kv, gpu, gpus, load.concurrency, context, runtime)
+    prefill = prefill_s(rules, model, fmt, gpu, gpus, load.prompt_tokens, runtime)
     round_s = load.concurrency * prefill + load.output_tokens * step.seconds
     aggregate = load.concurrency * load.output_tokens / round_s
     prefill_rate = load.prompt_tokens / prefill if prefill else 0.0
