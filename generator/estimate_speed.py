@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from .errors import BuildError
 from .estimate import Estimate
+from .records import Gpu
 from .sizing import offered_configurations
 from .speed import Load, Speed, speed
 
@@ -39,6 +40,7 @@ def speed_rows(result: Estimate, prompt: int, output: int, gpu_id: str | None = 
     rules, deployment = catalog.rules.speed, catalog.rules.deployment
     fmt, kv = deployment.weight_formats[result.weights], deployment.kv_formats[result.kv]
     load = Load(result.requests, prompt, output)
+    picked: list[tuple[Gpu, int, float | None]]
     if gpu_id is None:
         picked = [(fit.configuration.gpu, fit.configuration.count, fit.configuration.price_per_hour) for fit in result.fits]
     else:
