@@ -48,7 +48,12 @@ class Step:
 
 @dataclass(frozen=True)
 class Speed:
-    """A configuration's speed under a load, and its cost when it has a price."""
+    """A configuration's speed under a load, and its cost when it has a price.
+
+    decode_tokens_per_s_per_request is one decode step's rate (what ITL or llama-bench tgN measure);
+    ttft_s is one prompt's prefill plus the first step, without waiting behind other requests; the
+    input-token cost divides the price by the prompt tokens the configuration prefills in an hour.
+    """
 
     decode_tokens_per_s_per_request: float
     aggregate_tokens_per_s: float
@@ -170,7 +175,7 @@ def speed(
     step = decode_step(rules, model, fmt, kv, gpu, gpus, load.concurrency, context, runtime)
     prefill = prefill_s(rules, model, fmt, gpu, gpus, load.prompt_tokens, runtime)
     round_s = load.concurrency * prefill + load.output_tokens * step.seconds
-    aggregate = load.concurrency * load.output_tokens / round_s
+    aggregate = load.concurrency * load.output_tokens / round_s if round_s else 0.0
     prefill_rate = load.prompt_tokens / prefill if prefill else 0.0
     return Speed(
         decode_tokens_per_s_per_request=1 / step.seconds,
