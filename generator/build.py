@@ -35,13 +35,13 @@ from .options import parallel_jobs as parallel_jobs  # where tests and scripts h
 from .options import project_options as project_options
 from .pages import CONTENT_KEYS, KINDS, ROUTE_KEYS, Page, plan_pages
 from .price_checks import read_price_checks
+from .read_gpus import read_gpus
 from .records import Catalog, Gpu, Model, Rules, Site
 from .render import Renderer
 from .validate import (
     Invalid,
     check_front_matter,
     in_the_future,
-    read_gpus,
     read_models,
     read_rules,
     read_site,
