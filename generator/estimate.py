@@ -47,6 +47,7 @@ class Estimate:
     need: deployment.Deployment
     valid_gpu_counts: tuple[int, ...]
     fits: tuple[Fit, ...]
+    catalog: Catalog | None = None  # for `--speed`
 
 
 def serving_defaults(options: dict[str, Any]) -> dict[str, Any]:
@@ -118,7 +119,7 @@ def estimate(catalogs: Path, request: Request) -> Estimate:
     need = deployment.deployment(rules, model, fmt, kv, request.gpus, context, request.requests, large)
     configurations = offered_configurations(catalog.gpus, catalog.snapshot.offers, catalog.rules.gpu_counts)
     fits = deployment_fits(rules, model, fmt, kv, context, request.requests, configurations, catalog.rules.comfortable_requests)
-    return Estimate(model, weights, request.kv, context, request.requests, rules, need, counts, fits)
+    return Estimate(model, weights, request.kv, context, request.requests, rules, need, counts, fits, catalog)
 
 
 def _listed(items: tuple[Any, ...]) -> str:

@@ -15,7 +15,6 @@ from .records import (
     Architecture,
     Attention,
     Experts,
-    Gpu,
     Language,
     Marketplace,
     Model,
@@ -393,46 +392,6 @@ def read_attention(entry: Entry, layers: int | None) -> Attention:
     return Attention(kind=kind, **{k: v or 0 for k, v in numbers.items()})
 
 
-GPU_FIELDS = (
-    "id name full_name vendor segment memory_gb memory_type visible_bytes visible_source bandwidth_tb_s form_factor interconnect fp8 year "
-    "aliases source"
-).split()
-
-
-def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
-    """gpus.yaml: one typed Gpu per entry; ids and aliases are unique across the file."""
-    gpus: list[Gpu] = []
-    seen: dict[Any, int] = {}
-    names: dict[Any, int] = {}
-    for item, ident in entries(data, "gpus", path, problems):
-        entry = Entry(problems, path, item, ident)
-        entry.check_keys(GPU_FIELDS)
-        gpu_id = entry.get("id", slug)
-        unique(entry, "id", gpu_id, seen)
-        aliases = entry.get("aliases", text_list, default=())
-        for alias in aliases or ():
-            unique(entry, "aliases", alias.lower(), names)
-        fields = dict(
-            name=entry.get("name", text),
-            full_name=entry.get("full_name", text),
-            vendor=entry.get("vendor", text),
-            segment=entry.get("segment", one_of(("consumer", "workstation", "datacenter"), "segment")),
-            memory_gb=entry.get("memory_gb", at_most(positive_number, 10_000)),
-            memory_type=entry.get("memory_type", text),
-            bandwidth_tb_s=entry.get("bandwidth_tb_s", at_most(positive_number, 1_000)),
-            form_factor=entry.get("form_factor", text),
-            interconnect=entry.get("interconnect", text),
-            fp8=entry.get("fp8", boolean),
-            year=entry.get("year", at_most(positive_int, 2_100)),
-            source=entry.get("source", url),
-            visible_bytes=entry.get("visible_bytes", at_most(positive_int, 10**14), required=False, default=0),
-            visible_source=entry.get("visible_source", citation, required="visible_bytes" in item, default=""),
-        )
-        if not entry.failed:
-            gpus.append(Gpu(id=gpu_id, aliases=aliases, **fields))
-    return tuple(gpus)
-
-
 def number_list(kind: Callable[[Any], Any]) -> Callable[[Any], tuple]:
     """A non-empty list of positive numbers of one kind, sorted and without repeats."""
 
@@ -493,7 +452,7 @@ LIMITS = ("max_params_b", "max_layers", "max_heads", "max_head_dim", "max_batch"
 EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", *LIMITS)}
 RULE_SECTIONS = (
     "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
-    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training references"
+    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training speed references"
 ).split()
 
 
@@ -503,6 +462,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         problems.add_raw(f"{path}:1: rules: expected a mapping of sections")
         return None
     from .read_deployment import read_deployment  # it reads with this module's Entry
+    from .read_speed import read_speed
     from .read_training import read_training
 
     top = Entry(problems, path, data, "rules")
@@ -533,8 +493,9 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         deployment=read_deployment(top, sources),
     )
     training = read_training(top, sources, values["deployment"].weight_formats if values["deployment"] else None)
-    values["references"] = _references(top, sources)  # after every block, so every source is known
     known = values["deployment"].weight_formats if values["deployment"] else {}
+    values["speed"] = read_speed(top, sources, set(known)) if "speed" in data else None
+    values["references"] = _references(top, sources)  # after every block, so every source is known
     for name in values["model_formats"] or ():
         if known and name not in known:
             top.report(

@@ -1081,6 +1081,39 @@ def _checked(files: dict[str, bytes] | list[tuple[str, bytes]], places: Places) 
     return targets
 
 
+def earlier_pages(out_dir: Path, keys: dict[str, str]) -> dict[str, bytes]:
+    """The files the last build wrote for pages whose key it recorded is this build's (see
+    fingerprint.page_keys), read and checked against the marker's digests; a file missing or
+    changed since is simply not among them, and is rendered again."""
+    root = Path(os.path.realpath(out_dir))
+    try:
+        manifest = _read_manifest(root, str(out_dir / MARKER))
+    except BuildError:
+        return {}
+    recorded = manifest.facts.get("pages") if manifest is not None else None
+    if manifest is None or not isinstance(recorded, dict):
+        return {}
+    kept = {}
+    for relative, key in keys.items():
+        digest = manifest.files.get(relative)
+        if digest is None or recorded.get(relative) != key or not _plain(relative):
+            continue
+        content = _read_regular(root / relative)
+        if content is not None and _digest(content) == digest:
+            kept[relative] = content
+    return kept
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """A regular file's bytes (a link or anything else: None)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC | BINARY)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as stream:
+        return stream.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
+
+
 def up_to_date(out_dir: Path, fingerprint: str) -> WriteSummary | None:
     """The summary of a rebuild that would change nothing, or None (see OutputFolder.up_to_date)."""
     with OutputFolder(out_dir) as folder:

@@ -113,10 +113,9 @@ def test_the_sizing_guide_rents_the_cards_it_discusses(built_site):
 
 def test_breadcrumbs_of_a_model_page_visible_and_as_json_ld(built_site):
     page = built_site / "es/modelos/qwen2.5-32b/index.html"
-    # No models index yet: the section is named, not linked (its link appears with the index page).
     assert crumbs_of(page) == (
         '<li><a href="https://arrakis.example.org/">Arrakis</a></li><li><a href="/es/">Guías de memoria de GPU</a></li>'
-        '<li>Modelos</li><li><span aria-current="page">Qwen2.5 32B (Instruct)</span></li>'
+        '<li><a href="/es/modelos/">Modelos</a></li><li><span aria-current="page">Qwen2.5 32B (Instruct)</span></li>'
     )
     assert '<nav class="crumbs" aria-label="Ruta de navegación">' in page.read_text()
     assert anchors(page).json_ld["BreadcrumbList"] == {
@@ -125,7 +124,7 @@ def test_breadcrumbs_of_a_model_page_visible_and_as_json_ld(built_site):
         "itemListElement": [
             {"@type": "ListItem", "position": 1, "name": "Arrakis", "item": "https://arrakis.example.org/"},
             {"@type": "ListItem", "position": 2, "name": "Guías de memoria de GPU", "item": "https://gpumem.example.org/es/"},
-            {"@type": "ListItem", "position": 3, "name": "Modelos"},
+            {"@type": "ListItem", "position": 3, "name": "Modelos", "item": "https://gpumem.example.org/es/modelos/"},
             {
                 "@type": "ListItem",
                 "position": 4,
@@ -267,3 +266,13 @@ def test_the_vram_guide_rents_its_worked_example(built_site):
         "The smallest configuration on offer that holds it is 1 × RTX PRO 6000, from $1.90 per GPU-hour. "
         '<a class="rent" href="https://arrakis.example.org/rent?gpu=rtx-pro-6000-blackwell&amp;count=1">Rent on Arrakis</a></p>'
     ) in html
+
+
+def test_the_index_pages_are_their_own_section(built_site):
+    page = built_site / "de/gpus/index.html"
+    assert crumbs_of(page) == (
+        '<li><a href="https://arrakis.example.org/">Arrakis</a></li><li><a href="/de/">Ratgeber GPU-Speicher</a></li>'
+        '<li><span aria-current="page">GPUs</span></li>'
+    )
+    models = built_site / "en/models/index.html"
+    assert RENT.format(gpu="rtx-3090", count=4) in rent_links(models)  # Qwen2.5 32B's cheapest configuration
