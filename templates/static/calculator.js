@@ -598,17 +598,17 @@
 
     // A line per configuration found, its tag with the rule and its rent link, or the line saying none.
     function renderList(found, line, rules) {
-      var list = root.querySelector("#calc-options");
-      list.textContent = "";
-      if (!found.length) list.appendChild(element("li", text.none));
+      var list = root.querySelector("#calc-options"), items = document.createDocumentFragment();
+      if (!found.length) items.appendChild(element("li", text.none));
       found.forEach(function (c) {
         var tag = c.tight ? "tight" : "comfortable", item = element("li", line(c) + " ");
         item.appendChild(element("span", text[tag], { "class": tag }));
-        item.appendChild(document.createTextNode(" " + rules[tag]));
-        item.appendChild(document.createTextNode(" "));
+        item.appendChild(document.createTextNode(" " + rules[tag] + " "));
         item.appendChild(rentLink(c));
-        list.appendChild(item);
+        items.appendChild(item);
       });
+      list.textContent = "";
+      list.appendChild(items);  // one change to the page, not one per line
       shorten();
     }
 
