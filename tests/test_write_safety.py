@@ -297,3 +297,28 @@ def test_kill_9_at_random_moments_of_the_write_leaves_a_whole_site(inputs):
     assert foreign_of(snapshot(site)) == kept
     assert whole(site) == trees[price]
     assert beside(inputs) == [".site.gpumem-lock", ".site.gpumem-old", "site"]
+
+
+def test_a_build_killed_while_it_clears_the_previous_copy_leaves_one_the_next_build_clears(inputs):
+    """The set-aside tree loses its marker last: killed halfway, it still says which files are gpumem's."""
+    trees = reference_trees(inputs)
+    site = inputs / "site"
+    site.mkdir()
+    with_foreign(site)
+    kept = snapshot(site)
+    for price in ("2.07", "1.87"):  # the second build sets the first one's tree aside
+        set_price(inputs, price)
+        assert finish(start(inputs))[0] == 0
+    old = inputs / ".site.gpumem-old"
+    assert (old / MARKER).is_file()
+    set_price(inputs, "2.07")
+    code, out, err = finish(start(inputs, hook="kill:discarding"))
+    assert (code, out, err) == (-signal.SIGKILL, "", [])
+    assert (old / MARKER).is_file() and len(list(old.rglob("*"))) > 1  # halfway, marker kept
+    code, out, err = finish(start(inputs))
+    assert code == 0, err
+    assert [re.sub(r"gpumem-new\.\d+-[0-9a-f]{8}", "gpumem-new.N", line) for line in err] == [
+        "site: a build was killed while it prepared the new site; removed its unfinished copy .site.gpumem-new.N (the site was untouched)"
+    ]
+    assert own(snapshot(site)) == trees["2.07"] and foreign_of(snapshot(site)) == kept
+    assert beside(inputs) == [".site.gpumem-lock", ".site.gpumem-old", "site"]
