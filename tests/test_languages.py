@@ -108,6 +108,9 @@ LOANWORDS = {
     ),
 }
 
+# Units a language writes its own way, matched with their case (French «To» is not English «to»).
+UNITS = {"fr": ("To", "Go", "Gio", "Tio")}
+
 # Anglicisms that have a plain word in the language; found as whole words, any case.
 ANGLICISMS = {
     "pt": ("snapshot", "overhead", "runtime", "batch", "deploy", "deploys", "deployment"),
@@ -215,6 +218,7 @@ def leaks(site: Path) -> list[str]:
     """Every English word on a page (or a part of one) that is not in English."""
     names = phrases([*catalog_names(), *NAMES], re.IGNORECASE)
     loans = {lang: phrases(words, re.IGNORECASE) for lang, words in LOANWORDS.items()}
+    units = {lang: phrases(UNITS.get(lang, ("GB",))) for lang in LOANWORDS}
     banned = {lang: ENGLISH | {word.lower() for word in ANGLICISMS.get(lang, ())} for lang in LOANWORDS}
     found = []
     pages = [site / "index.html", site / "404.html", *(p for lang in LOANWORDS for p in sorted((site / lang).rglob("*.html")))]
@@ -224,7 +228,7 @@ def leaks(site: Path) -> list[str]:
         for lang, text in reader.texts:
             if lang not in LOANWORDS:
                 continue  # English (a language's own name in the switcher, the root pages' English line)
-            for word, context in english_words(text, names, loans[lang], frozenset(banned[lang])):
+            for word, context in english_words(units[lang].sub(" ", text), names, loans[lang], frozenset(banned[lang])):
                 found.append(f"{page.relative_to(site)}: {word!r} ({lang}) in «{context}»")
     return sorted(set(found))
 
@@ -333,3 +337,29 @@ def test_the_root_404_shows_the_language_of_the_address_or_else_the_browser(page
 )
 def test_a_model_page_names_its_licence_and_says_what_kind_it_is(built_site, path, sentence):
     assert sentence in (built_site / path).read_text()
+
+
+# French typography on the built pages, wherever a string comes from (content, interface, catalog,
+# the calculator's messages): a narrow no-break space before : ; ! ? and Go/To for GB/TB.
+FRENCH_PUNCTUATION = re.compile(r"(?:[^\s\u202f]|[ \u00a0])[:;!?](?=\s|$)")
+ENGLISH_UNITS = re.compile(r"\d[\s\u202f\u00a0]?(?:GB|TB)(?:/s)?\b")
+
+
+def french_typography(site: Path) -> list[str]:
+    """Each French text (outside names and code) with a colon, semicolon, mark or unit set the English way."""
+    names = phrases([*catalog_names(), *NAMES], re.IGNORECASE)
+    found = []
+    for page in sorted((site / "fr").rglob("*.html")):
+        reader = ReaderText()
+        reader.feed(page.read_text())
+        for lang, text in reader.texts:
+            cleaned = names.sub(" ", CODE_WORDS.sub(" ", text)) if lang == "fr" else ""
+            for match in [*FRENCH_PUNCTUATION.finditer(cleaned), *ENGLISH_UNITS.finditer(cleaned)]:
+                context = " ".join(cleaned[max(0, match.start() - 30) : match.end() + 20].split())
+                found.append(f"{page.relative_to(site)}: {match.group(0)!r} in «{context}»")
+    return sorted(set(found))
+
+
+def test_french_pages_write_go_and_a_narrow_space_before_colons(built_site):
+    found = french_typography(built_site)
+    assert found == [], f"{len(found)} French typography slips:\n" + "\n".join(found)
