@@ -361,5 +361,12 @@ def french_typography(site: Path) -> list[str]:
 
 
 def test_french_pages_write_go_and_a_narrow_space_before_colons(built_site):
+    from gpumem.render import Formats, gettext_functions, load_translations
+
+    from .project import REPO
+
+    strings = gettext_functions(load_translations(REPO / "translations", "fr"))
+    assert [str(strings["_"](unit)) for unit in ("%(value)s GB", "%(value)s TB/s")] == ["%(value)s Go", "%(value)s To/s"]
+    assert (Formats("fr", "USD").colon, Formats("fr", "USD").semicolon, Formats("de", "USD").colon) == ("\u202f:", "\u202f;", ":")
     found = french_typography(built_site)
     assert found == [], f"{len(found)} French typography slips:\n" + "\n".join(found)
