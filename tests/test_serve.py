@@ -78,7 +78,7 @@ def test_serve_rebuilds_when_content_changes_and_outlives_bad_input(inputs):
     server = Server(inputs)
     try:
         first = server.line()
-        assert first.startswith("rebuilt: 312 written, 0 removed in ")
+        assert first.startswith("rebuilt: 317 written, 0 removed in ")
         serving = server.line()
         assert serving.startswith("serving ") and " on http://127.0.0.1:" in serving
         preview = Path(serving.removeprefix("serving ").split(" on ")[0])
@@ -160,7 +160,7 @@ def test_the_watcher_outlives_an_unexpected_error_and_rebuilds_on_the_next_save(
         wait_for("RuntimeError: a bug nobody expected\n")
         assert watcher.is_alive()
         edit(inputs / "content/en/home.md", "Three other questions", "Three more questions")
-        wait_for("rebuilt: 312 written, 0 removed in ")
+        wait_for("rebuilt: 317 written, 0 removed in ")
         assert "Three more questions" in (inputs / "preview/en/index.html").read_text()
     finally:
         stop.set()
