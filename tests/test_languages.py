@@ -267,14 +267,16 @@ CALCULATOR = {"es": "calculadora", "en": "calculator", "pt": "calculadora", "fr"
 
 
 def index_routes(lang: str) -> list[str]:
-    """The models and GPUs index pages of a language, where the site has them (the 404 pages link them)."""
+    """The models and GPUs index pages of a language (at the model and GPU pages' route, without a
+    subject), where the site has them: the 404 pages link them."""
+    import yaml
+
     from gpumem.pages import KINDS
 
-    routes = {
-        "models": {"fr": "modeles/", "de": "modelle/", "en": "models/"}.get(lang, "modelos/"),
-        "gpus": "gpu/" if lang == "fr" else "gpus/",
-    }
-    return [f"/{lang}/{routes[key]}" for key in ("models", "gpus") if key in KINDS]
+    from .project import REPO
+
+    routes = yaml.safe_load((REPO / "content/site.yaml").read_text())["routes"]
+    return [f"/{lang}/{routes[kind][lang]}/" for key, kind in (("models", "model"), ("gpus", "gpu")) if key in KINDS]
 
 
 @pytest.mark.parametrize("lang", NOT_FOUND)
