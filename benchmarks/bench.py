@@ -2,9 +2,12 @@
 
 Usage: .venv/bin/python -m benchmarks.bench [--runs 5]
 
-Works on a copy of the project's catalogs and content in a temporary folder, so the
-one-price change never touches the project. Prints every figure and whether each budget
-is met; exits 1 when one is not.
+Every time is a whole `gpumem build` command (interpreter start included), median of --runs,
+on a copy of the project's catalogs and content in a temporary folder, so no change touches
+the project: a full build into an empty folder, a no-change rebuild, one content file edited,
+a one-price snapshot, and a catalog ten times larger (its per-page cost printed). When Hugo is
+installed (Debian's `hugo`), a synthetic Hugo site of 300 simple pages is built in the same run
+and the ratio printed. Prints every figure and whether each budget is met; exits 1 when one is not.
 """
 
 from __future__ import annotations
@@ -19,16 +22,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from gpumem.build import Options, build, gather, parallel_jobs, project_options
+from gpumem.build import gather, project_options
 from gpumem.pages import KINDS
 
 PROJECT = Path(__file__).resolve().parent.parent
 
 BUDGETS = {
-    "full build, median (s)": 1.0,
-    "no-change rebuild, median (s)": 0.3,
+    "full build / Hugo's 300 pages (ratio)": 2.0,
+    "no-change rebuild, median (s)": 0.10,
+    "one content file edited, median (s)": 0.20,
+    "one-price snapshot, median (s)": 0.40,
+    "catalog x10, full build, median (s)": 3.0,
     "page with its CSS and JS, largest (KB)": 40.0,
     "calculator page with its JS and data (KB)": 100.0,
     "methodology page with its CSS (KB)": 100.0,
@@ -38,20 +45,59 @@ BUDGETS = {
 KB = 1000
 
 
-def timed(options: Options) -> tuple[float, int]:
-    """Seconds one build takes (in process) and the files it wrote."""
-    started = time.perf_counter()
-    result = build(options)
-    return time.perf_counter() - started, result.summary.written
-
-
-def command_seconds(root: Path, out: Path) -> float:
-    """Wall-clock seconds of `gpumem build` as a user runs it, interpreter start included."""
+def command_seconds(root: Path, out: Path, *extra: str) -> tuple[float, str]:
+    """Wall-clock seconds of `gpumem build` as a user runs it, interpreter start included, and what it printed."""
     command = [sys.executable, "-m", "gpumem.cli", "--project", str(PROJECT), "build"]
-    command += ["--catalogs", str(root / "catalogs"), "--content", str(root / "content")]
+    command += ["--catalogs", str(root / "catalogs"), "--content", str(root / "content"), "--out", str(out), *extra]
     started = time.perf_counter()
-    subprocess.run([*command, "--out", str(out)], check=True, capture_output=True)
-    return time.perf_counter() - started
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return time.perf_counter() - started, done.stdout.strip()
+
+
+def median_of(runs: int, once: Callable[[int], tuple[float, str]]) -> tuple[float, list[str]]:
+    """The median seconds of `runs` calls and what each printed."""
+    results = [once(run) for run in range(runs)]
+    return statistics.median(seconds for seconds, _ in results), [said for _, said in results]
+
+
+def grow_catalog(root: Path, times: int) -> None:
+    """The models catalog repeated `times` over, each copy under ids and names of its own."""
+    path = root / "catalogs/models.yaml"
+    text = path.read_text()
+    head, _, body = text.partition("\nmodels:\n")
+    copies = [body]
+    for n in range(2, times + 1):
+        copy = re.sub(r"^  - id: (\S+)$", rf"  - id: \1-copy{n}", body, flags=re.MULTILINE)
+        copies.append(re.sub(r'^    name: "([^"]+)"$', rf'    name: "\1 (copy {n})"', copy, flags=re.MULTILINE))
+    path.write_text(head + "\nmodels:\n" + "".join(c if c.endswith("\n") else c + "\n" for c in copies))
+
+
+def hugo_seconds(runs: int, pages: int = 300) -> float | None:
+    """Median seconds of `hugo` building a synthetic site of simple pages, or None without Hugo."""
+    hugo = shutil.which("hugo")
+    if hugo is None:
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        site = Path(scratch)
+        (site / "layouts/_default").mkdir(parents=True)
+        (site / "content/posts").mkdir(parents=True)
+        config = 'baseURL = "https://example.org/"\ntitle = "bench"\ndisableKinds = ["RSS", "taxonomy", "term"]\n'
+        (site / "config.toml").write_text(config)
+        layout = "<!doctype html><html><head><title>{{ .Title }}</title></head><body><main>{{ .Content }}</main></body></html>\n"
+        (site / "layouts/_default/single.html").write_text(layout)
+        listing = '{{ range .Pages }}<a href="{{ .RelPermalink }}">{{ .Title }}</a>{{ end }}'
+        (site / "layouts/_default/list.html").write_text(layout.replace("{{ .Content }}", listing))
+        for n in range(pages):
+            (site / f"content/posts/p{n}.md").write_text(
+                f"---\ntitle: Page {n}\n---\n\n## Section\n\n" + "A paragraph of text. " * 40 + "\n"
+            )
+        times = []
+        for _ in range(runs):
+            shutil.rmtree(site / "public", ignore_errors=True)
+            started = time.perf_counter()
+            subprocess.run([hugo, "--quiet", "-s", str(site)], check=True, capture_output=True)
+            times.append(time.perf_counter() - started)
+        return statistics.median(times)
 
 
 def change_one_price(root: Path, run: int) -> None:
@@ -129,31 +175,54 @@ def main() -> int:
         root = Path(scratch)
         for name in ("catalogs", "content"):
             shutil.copytree(PROJECT / name, root / name)
-        options = project_options(PROJECT, catalogs=root / "catalogs", content=root / "content", out=root / "site", jobs=parallel_jobs())
-        full = []
-        for _ in range(args.runs):
-            shutil.rmtree(options.out, ignore_errors=True)
-            full.append(timed(options))
-        again = [timed(options) for _ in range(args.runs)]
-        changed = []
-        for run in range(args.runs):
+        site = root / "site"
+
+        def full(run: int) -> tuple[float, str]:
+            shutil.rmtree(site, ignore_errors=True)
+            return command_seconds(root, site)
+
+        home = root / "content/en/home.md"
+        original = home.read_text()
+
+        def edit_content(run: int) -> tuple[float, str]:
+            home.write_text(original.replace("Three questions", f"Three questions ({run + 1})", 1))
+            return command_seconds(root, site)
+
+        def one_price(run: int) -> tuple[float, str]:
             change_one_price(root, run)
-            changed.append(timed(options))
-        command = []
-        for _ in range(args.runs):
-            shutil.rmtree(root / "cli-site", ignore_errors=True)
-            command.append(command_seconds(root, root / "cli-site"))
-        pages = len(list(options.out.rglob("*.html")))
-        results["full build, median (s)"] = statistics.median(s for s, _ in full)
-        results["no-change rebuild, median (s)"] = statistics.median(s for s, _ in again)
-        print(f"pages: {pages} HTML files ({pages - 2} pages in 5 languages, the language choice and 404.html)")
-        print(f"full build: median {results['full build, median (s)']:.3f} s over {args.runs} runs, {full[0][1]} files written each")
-        print(f"full build as a command (`gpumem build`, interpreter start included): median {statistics.median(command):.3f} s")
-        print(f"no-change rebuild: median {results['no-change rebuild, median (s)']:.3f} s, files written {[w for _, w in again]}")
-        print(
-            f"rebuild after a one-price snapshot change: median {statistics.median(s for s, _ in changed):.3f} s,"
-            f" files written {[w for _, w in changed]}"
-        )
+            return command_seconds(root, site)
+
+        results["full build, median (s)"], said = median_of(args.runs, full)
+        print(f"full build into an empty folder: median {results['full build, median (s)']:.3f} s ({said[0]})")
+        results["no-change rebuild, median (s)"], said = median_of(args.runs, lambda run: command_seconds(root, site))
+        print(f"no-change rebuild: median {results['no-change rebuild, median (s)']:.3f} s ({said[0]})")
+        results["one content file edited, median (s)"], said = median_of(args.runs, edit_content)
+        print(f"one content file edited: median {results['one content file edited, median (s)']:.3f} s ({said[0]})")
+        results["one-price snapshot, median (s)"], said = median_of(args.runs, one_price)
+        print(f"one-price snapshot: median {results['one-price snapshot, median (s)']:.3f} s ({said[0]})")
+        pages = len(list(site.rglob("*.html")))
+        hugo = hugo_seconds(args.runs)
+        if hugo is not None:
+            ratio = results["full build / Hugo's 300 pages (ratio)"] = results["full build, median (s)"] / hugo
+            print(f"Hugo, 300 simple pages, same run: median {hugo:.3f} s; gpumem's full build takes {ratio:.2f} times as long")
+        else:
+            print("Hugo is not installed (apt-get install hugo): no ratio")
+        with tempfile.TemporaryDirectory() as larger:
+            big = Path(larger)
+            for name in ("catalogs", "content"):
+                shutil.copytree(root / name, big / name)
+            grow_catalog(big, 10)
+
+            def full_big(run: int) -> tuple[float, str]:
+                shutil.rmtree(big / "site", ignore_errors=True)
+                return command_seconds(big, big / "site")
+
+            results["catalog x10, full build, median (s)"], said = median_of(args.runs, full_big)
+            big_pages = len(list((big / "site").rglob("*.html")))
+        per_page = (results["catalog x10, full build, median (s)"] - results["full build, median (s)"]) / (big_pages - pages)
+        big_median = results["catalog x10, full build, median (s)"]
+        print(f"catalog x10 ({big_pages} pages): median {big_median:.3f} s; {per_page * 1000:.2f} ms per extra page")
+        options = project_options(PROJECT, catalogs=root / "catalogs", content=root / "content", out=site)
         print("\npage weight, heaviest page of each kind (bytes / gzip bytes):")
         table = weights(options.out)
         print(f"  {'kind':28} {'HTML':>15} {'CSS':>13} {'JS':>13} {'JSON (inline)':>15} {'total':>15}")
@@ -172,6 +241,9 @@ def main() -> int:
     print("\nbudgets:")
     failed = 0
     for name, limit in BUDGETS.items():
+        if name not in results:
+            print(f"  {name:44} not measured")
+            continue
         ok = results[name] <= limit
         failed += not ok
         print(f"  {name:44} {results[name]:8.3f}  (at most {limit:g})  {'ok' if ok else 'OVER BUDGET'}")

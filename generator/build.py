@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import importlib.metadata
 import os
 import pickle
-import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from . import compute
 from .errors import BuildError, Problems
 from .figures import site_figures
+from .fingerprint import clock_facts, fingerprint, stale_warning, unchanged
 from .load import (
     SNAPSHOT_NAME,
     ContentPage,
@@ -32,7 +30,11 @@ from .load import (
     snapshot_name,
     snapshot_time,
 )
+from .options import BuildResult, Options, template_cache
+from .options import parallel_jobs as parallel_jobs  # where tests and scripts have found them
+from .options import project_options as project_options
 from .pages import CONTENT_KEYS, KINDS, Page, plan_pages
+from .price_checks import read_price_checks
 from .records import Catalog, Gpu, Model, Rules, Site
 from .render import Renderer
 from .validate import (
@@ -47,45 +49,9 @@ from .validate import (
     taken_at_time,
     time_text,
 )
-from .write import OutputFolder, WriteSummary
+from .write import OutputFolder
 
-CODE = Path(__file__).resolve().parent  # this package's own code, part of the fingerprint
 ROOT_PAGES = ("index.html", "404.html")
-
-
-@dataclass(frozen=True)
-class Options:
-    """Where a build reads and writes: a project folder (templates/ and translations/ always,
-    catalogs/ and content/ unless pointed elsewhere) and the output folder."""
-
-    project: Path
-    catalogs: Path
-    content: Path
-    out: Path
-    prices: Path | None = None
-    strict: bool = False
-    force: bool = False
-    jobs: int = 1
-
-    @property
-    def templates(self) -> Path:
-        return self.project / "templates"
-
-    @property
-    def translations(self) -> Path:
-        return self.project / "translations"
-
-    @property
-    def static(self) -> Path:
-        return self.templates / "static"
-
-
-def project_options(
-    project: Path | None = None, *, catalogs: Path | None = None, content: Path | None = None, out: Path | None = None, **rest: Any
-) -> Options:
-    """Options for a project folder (default: the current one), with any folder pointed elsewhere."""
-    root = (project or Path.cwd()).absolute()
-    return Options(root, catalogs or root / "catalogs", content or root / "content", out or root / "site", **rest)
 
 
 @dataclass(frozen=True)
@@ -258,9 +224,11 @@ def read_catalog(catalogs: Path, prices: Path | None, problems: Problems, now: d
         return None
     earlier = tuple(stamp.path.stem for stamp in others if stamp.moment != snapshot.taken_at)
     points, configs = read_measurements(catalogs / "measurements", problems)
+    checks_path = catalogs / "price_checks.yaml"
+    checks = read_price_checks(checks_path, _label(checks_path), problems, gpu_ids, rules, (now or datetime.now(UTC)).date())
     if problems.found:
         return None
-    return Catalog(models, gpus, rules, snapshot, earlier, points, configs)
+    return Catalog(models, gpus, rules, snapshot, earlier, points, configs, price_checks=checks)
 
 
 def load_catalog(catalogs: Path, prices: Path | None = None, now: datetime | None = None) -> Catalog:
@@ -324,14 +292,8 @@ def _read_content(content_dir: Path, site: Site, problems: Problems) -> dict[tup
 
 def _warnings(catalog: Catalog, site: Site, now: datetime) -> tuple[str, ...]:
     """Things worth saying that do not stop a build (unless --strict)."""
-    age = now - catalog.snapshot.taken_at
-    days = age.total_seconds() / 86400
-    if days > site.stale_after_days:
-        return (
-            f"warning: price snapshot {catalog.snapshot.name} is {days:.0f} days old "
-            f"(older than stale_after_days = {site.stale_after_days:g}); import a newer one",
-        )
-    return ()
+    warning = stale_warning(catalog.snapshot.name, catalog.snapshot.taken_at, site.stale_after_days, now)
+    return (warning,) if warning else ()
 
 
 def subjects(catalog: Catalog) -> dict[str, list[str]]:
@@ -347,7 +309,8 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
     options, catalog, site = inputs.options, inputs.catalog, inputs.site
     figures = site_figures(catalog)
     pages = plan_pages(site, subjects(catalog))
-    renderer = Renderer(options.templates, options.translations, [language.code for language in site.languages])
+    languages = [language.code for language in site.languages]
+    renderer = Renderer(options.templates, options.translations, languages, template_cache(options.project))
     links = {(page.key, page.subject, page.lang): page.url for page in pages}
     common: dict[str, Any] = dict(
         site=site,
@@ -391,19 +354,6 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
     if clash:  # check_outputs keeps pages apart; this keeps them off the site's own files
         raise BuildError([f"{name}: a page and the site's own file would both be written here" for name in clash])
     return {**files, **extra}
-
-
-def parallel_jobs() -> int:
-    """Rendering processes worth starting: two where fork exists and two CPUs are ours, else one.
-
-    Measured (README, Speed): two forked renderers take a 5-language build from 1.01 s to 0.58 s
-    on 2 cores and gain nothing on 1; without fork (Windows) a spawned process would re-import
-    everything and cost more than it saves.
-    """
-    if not hasattr(os, "fork"):
-        return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return min(2, cpus)
 
 
 def render_pages(pages: Iterable[Page], render: Callable[[Page], bytes]) -> tuple[dict[str, bytes], list[str]]:
@@ -469,61 +419,33 @@ def _collect(pid: int, reader: int) -> tuple[str, Any]:
     return outcome
 
 
-@dataclass(frozen=True)
-class BuildResult:
-    summary: WriteSummary
-    seconds: float
-    warnings: tuple[str, ...]
-    pages: int
-
-
-def fingerprint(inputs: Inputs) -> str:
-    """A digest of everything the output depends on: every input file by its path relative to
-    its folder, this package's code, every installed distribution it has imported, and Python.
-
-    The output never depends on the time, so equal fingerprints mean byte-identical sites.
-    """
-    options = inputs.options
-    digest = hashlib.sha256()
-    snapshot = options.prices or options.catalogs / "prices" / f"{inputs.catalog.snapshot.name}.yaml"
-    folders = {"content": options.content, "templates": options.templates, "translations": options.translations, "code": CODE}
-    named = [(f"catalogs/{name}.yaml", options.catalogs / f"{name}.yaml") for name in ("models", "gpus", "rules")]
-    folders["measurements"] = options.catalogs / "measurements"
-    named.append(("snapshot", snapshot))
-    for label, folder in folders.items():
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".mo"):
-                named.append((f"{label}/{path.relative_to(folder).as_posix()}", path))
-    for label, path in named:
-        content = path.read_bytes()
-        digest.update(f"{label}\0{len(content)}\0".encode() + content)
-    digest.update("|".join([*inputs.catalog.earlier_snapshots, *imported_distributions(), sys.version]).encode())
-    return digest.hexdigest()
-
-
-def imported_distributions() -> list[str]:
-    """name=version of every installed distribution whose modules this process has imported."""
-    owners = importlib.metadata.packages_distributions()
-    names = {dist for module in list(sys.modules) for dist in owners.get(module.partition(".")[0], ())}
-    return sorted(f"{name}={importlib.metadata.version(name)}" for name in names)
-
-
 def build(options: Options, now: datetime | None = None, report: Callable[[str], None] | None = None) -> BuildResult:
     """Gather, compute and render everything; only then write the output folder.
 
-    The output folder is locked from the check to the end of the write (a second build into it
-    stops); a folder already built from the same inputs is checked and left as it is. `report`
-    hears, as they happen, what the writer did besides the build (recovering from a killed one).
+    A folder already built from the same inputs is checked and left as it is (see fingerprint.py);
+    otherwise it is locked from the write's start to its end (a second build into it stops).
+    `report` hears, as they happen, what the writer did besides the build (recovering from a
+    killed one).
     """
     started = time.perf_counter()
+    same = unchanged(options, now, report)
+    if same is not None:
+        return same
+    stamp = fingerprint(options)  # before reading: a file saved meanwhile makes the next build look again
     inputs = gather(options, now)
-    stamp = fingerprint(inputs)
-    pages = len(plan_pages(inputs.site, subjects(inputs.catalog))) + len(ROOT_PAGES)
+    files = render_site(inputs, options.jobs)
     with OutputFolder(options.out, report) as folder:
-        summary = None if options.force else folder.up_to_date(stamp)
-        if summary is None:
-            summary = folder.write(render_site(inputs, options.jobs), stamp)
-    return BuildResult(summary, time.perf_counter() - started, inputs.warnings, pages)
+        summary = folder.write(files, stamp, input_facts(inputs))
+    return BuildResult(summary, time.perf_counter() - started, inputs.warnings, summary.pages)
+
+
+def input_facts(inputs: Inputs) -> dict[str, object]:
+    """What the marker records for the no-change check (fingerprint.clock_facts): a snapshot is in
+    the future until its taken_at less the allowed skew; the newest of the folder's counts."""
+    catalog = inputs.catalog
+    moments = [catalog.snapshot.taken_at, *(snapshot_time(name) for name in catalog.earlier_snapshots)]
+    not_before = max(moments) - timedelta(minutes=catalog.rules.max_clock_skew_minutes) + timedelta(seconds=1)
+    return clock_facts(not_before, catalog.snapshot.name, catalog.snapshot.taken_at, inputs.site.stale_after_days)
 
 
 def check(options: Options, now: datetime | None = None) -> Inputs:

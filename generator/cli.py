@@ -7,7 +7,10 @@ from typing import Any
 
 import click
 
-from .build import Options, build, check, parallel_jobs, project_options
+from .options import BuildResult, Options, parallel_jobs, project_options
+
+# The pipeline (Jinja, Babel, YAML) is imported inside the commands that need it, so a rebuild
+# that finds nothing changed (fingerprint.unchanged) answers before loading it.
 
 PATH = click.Path(path_type=Path)
 
@@ -58,7 +61,14 @@ def build_command(
     catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None, force: bool, jobs: int | None
 ) -> None:
     """Build the site; rewrite only files whose bytes change, remove only files gpumem wrote."""
-    result = build(options_from(catalogs, content, prices, strict, out, force=force, jobs=jobs or parallel_jobs()), report=say)
+    from .fingerprint import unchanged
+
+    options = options_from(catalogs, content, prices, strict, out, force=force, jobs=jobs or parallel_jobs())
+    result: BuildResult | None = unchanged(options, report=say)
+    if result is None:
+        from .build import build
+
+        result = build(options, report=say)
     warn(result.warnings)
     summary = result.summary
     click.echo(
@@ -71,6 +81,8 @@ def build_command(
 @source_options
 def check_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool) -> None:
     """Validate every input and render every page in memory; write nothing."""
+    from .build import check
+
     inputs = check(options_from(catalogs, content, prices, strict))
     warn(inputs.warnings)
     catalog = inputs.catalog
@@ -113,23 +125,58 @@ def prices_diff(old: Path, new: Path, catalogs: Path | None) -> None:
 @main.command("estimate")
 @click.option("--model", "model_id", help="A catalog model id.")
 @click.option("--config", type=click.Path(path_type=Path, dir_okay=False), help="A Hugging Face config.json instead of a catalog model.")
-@click.option("--weights", help="Weight format (default: the model's release format), e.g. bf16, fp8, awq, q4_k_m.")
-@click.option("--kv", default="bf16", show_default=True, help="KV cache format: bf16, fp8, q8_0, q4_0.")
-@click.option("--gpus", type=int, default=1, show_default=True, help="GPUs the model is split over (tensor parallelism).")
-@click.option("--context", type=int, help="Tokens per request (default: 8,192 or the model's native context if shorter).")
-@click.option("--requests", type=int, default=1, show_default=True, help="Concurrent requests.")
-@click.option("--utilization", type=float, help="vLLM's gpu_memory_utilization (default from rules.yaml).")
+@click.option(
+    "--mode", type=click.Choice(("serve", "full", "lora", "qlora")), default="serve", show_default=True, help="Serve, or fine-tune."
+)
+@click.option("--gpus", type=int, default=1, show_default=True, help="GPUs the model is split over (tensor parallelism), or trains on.")
+@click.option("--weights", help="Serving: weight format (default: the model's release format), e.g. bf16, fp8, awq, q4_k_m.")
+@click.option("--kv", help="Serving: KV cache format: bf16 (default), fp8, q8_0, q4_0.")
+@click.option("--context", type=int, help="Serving: tokens per request (default: 8,192 or the model's native context if shorter).")
+@click.option("--requests", type=int, help="Serving: concurrent requests (default 1).")
+@click.option("--utilization", type=float, help="Serving: vLLM's gpu_memory_utilization (default from rules.yaml).")
+@click.option("--seq", type=int, help="Fine-tuning: tokens per sequence (default 4,096).")
+@click.option("--micro-batch", type=int, help="Fine-tuning: sequences per GPU per step (default 1).")
+@click.option("--checkpointing", type=click.Choice(("none", "full")), help="Fine-tuning: activation checkpointing (default full).")
+@click.option("--flash-attention", type=click.Choice(("on", "off")), help="Fine-tuning: FlashAttention (default on).")
+@click.option(
+    "--optimizer", type=click.Choice(("adamw", "adamw_8bit", "paged_adamw", "sgd", "adafactor")), help="Fine-tuning (default adamw)."
+)
+@click.option(
+    "--precision", type=click.Choice(("bf16", "mixed", "mixed_hf")), help="Fine-tuning: mixed keeps an FP32 master copy (default for full)."
+)
+@click.option("--lora-rank", type=int, help="LoRA and QLoRA: the adapters' rank (default 16).")
+@click.option(
+    "--lora-targets",
+    type=click.Choice(("attn", "attn_mlp", "all")),
+    help="LoRA and QLoRA: attention, + MLP, or all (+ a MoE's routed experts); default all.",
+)
+@click.option("--zero", type=click.IntRange(0, 3), help="Fine-tuning: ZeRO stage over --gpus (3 = FSDP's full shard; default 0).")
+@click.option("--offload-optimizer", is_flag=True, default=None, help="Fine-tuning: optimizer states in CPU memory.")
+@click.option(
+    "--fp32-unquantized",
+    is_flag=True,
+    default=None,
+    help="QLoRA: embeddings, norms and head in FP32, as PEFT's prepare_model_for_kbit_training leaves them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print bytes as JSON.")
 @click.option("--catalogs", type=PATH, help="Folder with models.yaml, gpus.yaml, rules.yaml and prices/.")
-def estimate_command(model_id: str | None, config: Path | None, as_json: bool, catalogs: Path | None, **workload: Any) -> None:
+def estimate_command(model_id: str | None, config: Path | None, mode: str, as_json: bool, catalogs: Path | None, **options: Any) -> None:
     """One workload's memory per GPU, and the cheapest configurations on offer that hold it."""
-    from . import estimate
+    from . import estimate, estimate_training
 
     if (model_id is None) == (config is None):
         raise click.UsageError("give exactly one of --model ID or --config PATH")
-    request = estimate.Request(model=model_id, config=config, **workload)
-    result = estimate.estimate(options_from(catalogs, None, None, False).catalogs, request)
-    click.echo(estimate.as_json(result) if as_json else estimate.as_text(result))
+    fields = estimate_training.TRAINING_FLAGS
+    training = estimate_training.TrainingRequest(mode, **{name: options.pop(name) for name in fields})
+    request = estimate.Request(model=model_id, config=config, **options)
+    folder = options_from(catalogs, None, None, False).catalogs
+    if mode != "serve":
+        result = estimate_training.estimate(folder, request, training)
+        click.echo(estimate_training.as_json(result) if as_json else estimate_training.as_text(result))
+        return
+    estimate_training.check_flags(request, training)
+    served = estimate.estimate(folder, estimate.Request(model=model_id, config=config, **estimate.serving_defaults(options)))
+    click.echo(estimate.as_json(served) if as_json else estimate.as_text(served))
 
 
 @main.group("models")

@@ -9,7 +9,7 @@ from typing import Any
 
 from .deployment import GIB
 from .measured import BOUNDS, Row, Summary
-from .records import Catalog, Gpu, KvFormat, WeightFormat
+from .records import Catalog, Gpu, KvFormat, Rules, WeightFormat
 
 # A web address ends before a space, a closing parenthesis, or a trailing full stop, comma or semicolon.
 URL = re.compile(r"https?://[^\s)]+[^\s).,;:]")
@@ -73,15 +73,35 @@ def label(url: str) -> str:
     return f"{host}/…/{tail}"
 
 
-def links_in(text: str) -> tuple[Link, ...]:
-    """Every web address in a source text, then every arXiv paper it names as an address, once each."""
+def links_in(text: str, names: dict[str, str] | None = None) -> tuple[Link, ...]:
+    """Every web address in a source text, then every arXiv paper it names as an address, once each,
+    labelled by the name readers know it by (rules.yaml references) or else by its address."""
     found = [match.group() for match in URL.finditer(text)]
     found += [f"https://arxiv.org/abs/{number}" for number in ARXIV.findall(text)]
-    return tuple(Link(url, label(url)) for url in dict.fromkeys(found))
+    names = names or {}
+    return tuple(Link(url, names.get(url) or label(url)) for url in dict.fromkeys(found))
 
 
-def source(block: str, text: str) -> Source:
-    return Source(block, text, links_in(text))
+def source(block: str, text: str, names: dict[str, str] | None = None) -> Source:
+    return Source(block, text, links_in(text, names))
+
+
+@dataclass(frozen=True)
+class Citations:
+    """Per block of rules.yaml, the papers and pages its source cites: what a "Source:" line links."""
+
+    by_block: dict[str, tuple[Link, ...]]
+
+    def of(self, *blocks: str) -> tuple[Link, ...]:
+        """The links of these blocks, each once, in order; a block rules.yaml lacks is an error, not silence."""
+        missing = [block for block in blocks if block not in self.by_block]
+        if missing:
+            raise KeyError(f"no source in rules.yaml for {', '.join(missing)}")
+        return tuple(dict.fromkeys(link for block in blocks for link in self.by_block[block]))
+
+
+def citations(rules: Rules) -> Citations:
+    return Citations({block: links_in(text, rules.references) for block, text in rules.sources.items()})
 
 
 @dataclass(frozen=True)
@@ -179,7 +199,7 @@ def methodology_page(catalog: Catalog, measured: tuple[Row, ...], summary: tuple
     deployment = rules.deployment
 
     def source_of(block: str) -> Source:
-        return source(block, sources.get(block, ""))
+        return source(block, sources.get(block, ""), rules.references)
 
     cards = tuple(
         CardMemory(gpu, gpu.memory_gb, gpu.runtime_bytes / GIB, bool(gpu.visible_bytes), source(gpu.id, gpu.visible_source))
@@ -190,7 +210,7 @@ def methodology_page(catalog: Catalog, measured: tuple[Row, ...], summary: tuple
         precisions=tuple(rules.precisions.items()),
         kv_precisions=tuple(rules.kv_precisions.items()),
         cards=cards,
-        sources=tuple(source(block, text) for block, text in sources.items()),
+        sources=tuple(source(block, text, rules.references) for block, text in sources.items()),
         checks=checks,
         summary=summary,
     )

@@ -49,6 +49,12 @@ class Estimate:
     fits: tuple[Fit, ...]
 
 
+def serving_defaults(options: dict[str, Any]) -> dict[str, Any]:
+    """The serving flags with the defaults of flags left out (None)."""
+    kv, requests = options.get("kv"), options.get("requests")
+    return {**options, "kv": "bf16" if kv is None else kv, "requests": 1 if requests is None else requests}
+
+
 def read_config(path: Path) -> dict[str, Any]:
     """A config.json as a dict, or a BuildError naming the file."""
     problems = Problems()

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .compute import Shop
 from .compute_calculator import CalculatorPage, calculator_data, calculator_page
 from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
-from .compute_methodology import MethodologyPage, methodology_page
+from .compute_methodology import Citations, MethodologyPage, citations, methodology_page
 from .compute_pages import GpuPage, ModelPage, PricesPage, gpu_page, model_page, prices_page
 from .measured import Row, Summary, rows, summaries
+from .price_checks import Comparison, compare_prices
 from .records import Catalog
 
 
@@ -30,6 +31,8 @@ class SiteFigures:
     measured: tuple[Row, ...] = ()  # the deployment model against measured logs (methodology page)
     measured_summary: tuple[Summary, ...] = ()
     method: MethodologyPage | None = None  # the methodology page: both layers' constants, sources, measured checks
+    citations: Citations = field(default_factory=lambda: Citations({}))  # per rules.yaml block: what its "Source:" line links
+    price_checks: tuple[Comparison, ...] = ()  # other providers' dated prices against the snapshot's lowest
 
 
 def site_figures(catalog: Catalog) -> SiteFigures:
@@ -50,4 +53,8 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         measured=checks,
         measured_summary=summaries(checks),
         method=methodology_page(catalog, checks, summaries(checks)),
+        citations=citations(catalog.rules),
+        price_checks=compare_prices(
+            catalog.price_checks, catalog.gpus, catalog.snapshot, shop.markets, catalog.rules.price_check_max_age_days
+        ),
     )

@@ -15,6 +15,7 @@ import yaml
 from babel.messages.pofile import read_po
 
 from .errors import BuildError, Problems
+from .options import MAX_FILE_BYTES
 
 
 class LineDict(dict):
@@ -50,6 +51,20 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode):  # noqa
 
 
 _LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+
+
+def _construct_timestamp(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """A date or time; one shaped like a date but impossible (2026-13-01) stays text, for its field to report.
+
+    PyYAML would raise a bare ValueError, with no line, out of the whole file.
+    """
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
 
 
 def parse_yaml(text: str, path: str, problems: Problems) -> Any:
@@ -95,10 +110,6 @@ def _first_shared(data: Any) -> int | None:
             children = [(item, line) for item in (value.values() if isinstance(value, dict) else value)]
         stack += reversed(children)  # in file order, so the first alias is the one reported
     return None
-
-
-# No input of a build comes near this; a larger file is a mistake (or /dev/zero), not a catalog.
-MAX_FILE_BYTES = 20_000_000
 
 
 def read_text(path: Path, label: str, problems: Problems) -> str | None:

@@ -65,8 +65,8 @@ def _slugs(value: Any) -> tuple[str, ...]:
     return tuple(slug(item) for item in value)
 
 
-def _formats(section: Entry, name: str, read: Any, sources: dict[str, str]) -> dict[str, Any] | None:
-    """A table of named formats, each read by `read` from its own mapping with a source."""
+def _formats(section: Entry, name: str, read: Any, sources: dict[str, str], block: str = "deployment") -> dict[str, Any] | None:
+    """A table of named entries, each read by `read` from its own mapping with a source."""
     table = section.section(name)
     if table is None:
         return None
@@ -76,7 +76,7 @@ def _formats(section: Entry, name: str, read: Any, sources: dict[str, str]) -> d
         if entry is None:
             continue
         value = read(entry, slug(key) if isinstance(key, str) else str(key))
-        sources[f"deployment.{name}.{key}"] = entry.get("source", citation) or ""
+        sources[f"{block}.{name}.{key}"] = entry.get("source", citation) or ""
         table.failed = table.failed or entry.failed
         if value is not None and not entry.failed:
             found[str(key)] = value

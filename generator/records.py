@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 
@@ -183,6 +183,9 @@ class Rules:
     deployment: DeploymentRules | None = None
     price_examples: tuple[str, ...] = ()  # GPUs whose lowest price the main guide quotes
     consumer_gpu: str = ""  # the card the main guide checks fine-tuning against
+    price_check_max_age_days: int = 0  # a price check older than this (before the snapshot) is not compared
+    references: dict[str, str] = field(default_factory=dict)  # a cited address -> the name readers know it by
+    training: TrainingRules | None = None
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,18 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
+class PriceCheck:
+    """Another provider's price for one GPU, checked by hand on a date (catalogs/price_checks.yaml)."""
+
+    provider: str
+    gpu: str
+    usd_per_gpu_hour: float
+    checked_on: date
+    url: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Catalog:
     """Everything a build reads, validated."""
 
@@ -225,6 +240,7 @@ class Catalog:
     # Measured serving memory (catalogs/measurements/): the points as written and each config.json.
     measured_points: tuple[dict[str, Any], ...] = ()
     measured_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    price_checks: tuple[PriceCheck, ...] = ()  # other providers' dated prices (catalogs/price_checks.yaml)
 
     def model(self, model_id: str) -> Model:
         return next(m for m in self.models if m.id == model_id)
@@ -298,3 +314,52 @@ class DeploymentRules:
     large_batch_sequences: int
     small_batch_tokens: int
     small_batch_sequences: int
+
+
+@dataclass(frozen=True)
+class TrainingPrecision:
+    """Bytes per trainable parameter of one mixed-precision convention (rules.yaml, training.precisions)."""
+
+    name: str
+    weights: float  # the trainable weights as the forward pass reads them (and an FP32 copy where counted here)
+    gradients: float
+    master: float  # an FP32 master copy kept with the optimizer states (ZeRO's convention)
+    states: float  # one optimizer state element, unless the optimizer fixes its own
+
+
+@dataclass(frozen=True)
+class TrainingOptimizer:
+    """One optimizer's states per trainable parameter (rules.yaml, training.optimizers)."""
+
+    name: str
+    states: int  # state tensors per parameter: 2 for Adam (momentum, variance), 1 for SGD's momentum
+    state_bytes: float  # bytes per state element; 0 = the precision's
+    paged: bool = False  # states in CUDA unified memory, which torch's counters do not see
+    factored: bool = False  # Adafactor: one row and one column vector per matrix instead of a full state
+
+
+@dataclass(frozen=True)
+class TrainingRules:
+    """The training engine's constants (rules.yaml, training)."""
+
+    precisions: dict[str, TrainingPrecision]
+    optimizers: dict[str, TrainingOptimizer]
+    base_formats: dict[str, str]  # method -> weight format of the frozen or trained base
+    layer_bytes: float  # activations one layer stores per token and hidden unit, 16-bit, no recomputation
+    score_bytes: float  # per head and token pair when the attention scores are stored (no FlashAttention)
+    checkpoint_bytes: float  # per token and hidden unit of each layer's input kept by full checkpointing
+    norm_bytes: float  # the part of layer_bytes that is the norms' inputs (copies of the residual stream)
+    logit_bytes: float  # per token and vocabulary entry: the FP32 logits and the loss's log-probabilities
+    gathered_layers: int  # layers whose full weights ZeRO-3 / FSDP gather at once (the current and the prefetched)
+    defaults: TrainingDefaults | None = None  # what `gpumem estimate --mode` assumes for a flag left out
+
+
+@dataclass(frozen=True)
+class TrainingDefaults:
+    """The setting `gpumem estimate --mode` assumes (rules.yaml, training.defaults)."""
+
+    seq: int
+    micro_batch: int
+    lora_rank: int
+    lora_targets: str
+    precision: dict[str, str]  # by method

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 import jinja2
@@ -92,8 +93,9 @@ class Formats:
         """A context length in the short form axes use: '8k', '128k'."""
         return f"{self.number(value / 1024)}k" if value >= 1024 else self.number(value)
 
-    def money(self, value: float) -> str:
-        return format_currency(_checked(value), self.currency, locale=self.locale)
+    def money(self, value: float, currency: str = "") -> str:
+        """A price in the snapshot's currency, or in the one named (a price check is in US dollars)."""
+        return format_currency(_checked(value), currency or self.currency, locale=self.locale)
 
     def percent(self, value: float) -> str:
         return format_percent(_checked(value), locale=self.locale)
@@ -200,9 +202,12 @@ class Content:
 class Renderer:
     """One Jinja environment; a page is rendered with its language's formats and strings."""
 
-    def __init__(self, templates_dir: Path, translations_dir: Path, languages: Iterable[str]) -> None:
+    def __init__(self, templates_dir: Path, translations_dir: Path, languages: Iterable[str], cache: Path | None = None) -> None:
+        # Compiled templates (layouts and content) are kept between builds, keyed on their bytes.
+        self.compiled = jinja2.FileSystemBytecodeCache(str(cache)) if cache is not None else None
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(templates_dir),
+            bytecode_cache=self.compiled,
             autoescape=True,
             trim_blocks=True,
             lstrip_blocks=True,
@@ -272,6 +277,17 @@ class Renderer:
             faq=tuple((Markup(faq[i].strip()), self._markdown(faq[i + 1])) for i in range(0, len(faq), 2)),
         )
 
+    def _compiled_content(self, source: str, path: str) -> CodeType:
+        """A content template compiled in the sandbox, from the cache when these bytes were compiled before."""
+        env = self.content_env
+        if self.compiled is None:
+            return env.compile(source, name=path, filename=path)
+        bucket = self.compiled.get_bucket(env, f"content:{path}", path, source)  # not a layout's name
+        if bucket.code is None:
+            bucket.code = env.compile(source, name=path, filename=path)
+            self.compiled.set_bucket(bucket)
+        return bucket.code
+
     def _markdown(self, source: str) -> Markup:
         self.markdown.reset()
         return Markup(self.markdown.convert(source))
@@ -284,7 +300,7 @@ class Renderer:
             line = max(line, start) + text.count("\n")
         env = self.content_env
         try:
-            code = env.compile("".join(source), name=page.path, filename=page.path)
+            code = self._compiled_content("".join(source), page.path)
             rendered = env.template_class.from_code(env, code, env.globals).render(names)
         except jinja2.TemplateSyntaxError as error:
             raise BuildError([f"{page.path}:{error.lineno}: template: {error.message}"]) from None

@@ -1,10 +1,12 @@
-"""A local preview: build into a temporary folder of its own, serve it on 127.0.0.1, and rebuild
-when a source changes.
+"""A local preview: build into a temporary folder of its own, serve it on 127.0.0.1, rebuild when a
+source changes, and reload the open browser tabs.
 
 The preview never writes the project's output folder (`site/`), so it cannot collide with
 `gpumem build`; its folder is created at start and removed at exit (Ctrl+C or SIGTERM). The
-watcher outlives any error: bad input or an unexpected exception is printed, the last good build
-stays on show, and the next save rebuilds.
+watcher outlives any error: bad input or an unexpected exception is printed, shown in the open
+pages, the last good build stays on show, and the next save rebuilds. Pages are given a few lines
+of script as they are served (never in the files): they listen to server-sent events and reload
+after each good build.
 """
 
 from __future__ import annotations
@@ -13,72 +15,113 @@ import contextlib
 import dataclasses
 import functools
 import http.server
+import json
 import shutil
 import signal
 import tempfile
 import threading
 import traceback
-from collections.abc import Iterable, Iterator
+import urllib.parse
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
 import click
 
-from .build import Options, build
+from .build import build
+from .options import Options
+from .watch import POLL, Sources
+
+EVENTS = "/__gpumem/events"
+# Reload when the site was rebuilt since this page was served; show a failed build's message.
+RELOAD_SCRIPT = """<script>(function(){var g=%d,s=new EventSource("%s");s.onmessage=function(e){
+var d=JSON.parse(e.data),o=document.getElementById("gpumem-error");
+if(d.error===null){if(d.generation!==g)location.reload();else if(o)o.remove();return}
+if(!o){o=document.createElement("pre");o.id="gpumem-error";o.setAttribute("role","alert");
+o.style.cssText="position:fixed;left:0;right:0;bottom:0;max-height:50vh;overflow:auto;margin:0;padding:1em;background:#5c0b0b;color:#fff;font-size:14px;white-space:pre-wrap;z-index:2147483647";
+document.body.appendChild(o)}o.textContent=d.error}})();</script>
+"""
+KEEP_ALIVE = 15.0  # seconds between comments on an idle event stream, to notice closed tabs
 
 
-def source_stamp(folders: Iterable[Path]) -> tuple[tuple[str, float], ...]:
-    """Every source file's path and modification time, to notice any change."""
-    found = []
-    for folder in folders:
-        if folder.is_file():
-            found.append((str(folder), folder.stat().st_mtime))
-        elif folder.is_dir():
-            found.extend((str(p), p.stat().st_mtime) for p in sorted(folder.rglob("*")) if p.is_file())
-    return tuple(found)
+class Preview:
+    """What the open pages are told: the number of the last build and its error, if it failed."""
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self.error: str | None = None
+        self.closed = False
+        self.changed = threading.Condition()
+
+    def publish(self, error: str | None) -> None:
+        with self.changed:
+            self.generation += 1
+            self.error = error
+            self.changed.notify_all()
+
+    def close(self) -> None:
+        with self.changed:
+            self.closed = True
+            self.changed.notify_all()
+
+    def next_state(self, seen: int, timeout: float) -> tuple[int, str | None] | None:
+        """The state once it differs from build `seen` (or after timeout); None when closed."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.closed or self.generation != seen, timeout)
+            return None if self.closed else (self.generation, self.error)
 
 
 def say(note: str) -> None:
     click.echo(note, err=True)
 
 
-def unexpected(when: str) -> None:
-    """Print the exception being handled, whole, and that the preview goes on."""
+def unexpected(when: str) -> str:
+    """Print the exception being handled, whole, and that the preview goes on; return its text."""
+    text = traceback.format_exc().rstrip()
     click.echo(f"unexpected error {when} (the preview keeps running; the next save rebuilds):", err=True)
-    click.echo(traceback.format_exc().rstrip(), err=True)
+    click.echo(text, err=True)
+    return text
 
 
-def rebuild(options: Options) -> None:
+def rebuild(options: Options, preview: Preview | None = None) -> None:
     """Build once, reporting any problem or error without stopping the preview."""
+    error: str | None = None
     try:
         result = build(options, report=say)
         click.echo(f"rebuilt: {result.summary.written} written, {result.summary.removed} removed in {result.seconds:.2f} s")
-    except click.ClickException as error:
-        click.echo(error.format_message(), err=True)
+    except click.ClickException as problem:
+        error = problem.format_message()
+        click.echo(error, err=True)
     except Exception:  # noqa: BLE001 - whatever goes wrong, the preview goes on
-        unexpected("while rebuilding")
+        error = unexpected("while rebuilding")
+    if preview is not None:
+        preview.publish(error)
 
 
-def watch(options: Options, interval: float = 0.5, stop: threading.Event | None = None) -> None:
-    """Rebuild whenever a catalog, content, template or translation file changes, until stop is set.
+def source_paths(options: Options) -> list[Path]:
+    """What a build reads: catalogs, content, templates, translations and a snapshot given apart."""
+    paths = [options.catalogs, options.content, options.templates, options.translations]
+    return [*paths, options.prices] if options.prices else paths
 
-    Every error is printed and watching goes on: a failed build is retried on the next change.
-    """
-    folders = [options.catalogs, options.content, options.templates, options.translations]
-    if options.prices:
-        folders.append(options.prices)
-    stop = stop or threading.Event()
-    stamp: tuple[tuple[str, float], ...] | None = None
-    with contextlib.suppress(Exception):
-        stamp = source_stamp(folders)
-    while not stop.wait(interval):
+
+def watch(options: Options, sources: Sources, stop: threading.Event, preview: Preview | None = None) -> None:
+    """Rebuild whenever a source changes, until stop is set; every error is printed and watching goes on."""
+    while not stop.is_set():
         try:
-            current = source_stamp(folders)
-            if current != stamp:
-                stamp = current
-                rebuild(options)
+            if not sources.wait(stop):
+                return
         except Exception:  # noqa: BLE001 - a file that vanished while being listed, say
             unexpected("while watching the sources")
+            stop.wait(POLL)
+            continue
+        rebuild(options, preview)
+
+
+def inject(page: bytes, generation: int) -> bytes:
+    """The page with the reload script before its last </body> (or at its end)."""
+    script = (RELOAD_SCRIPT % (generation, EVENTS)).encode()
+    at = page.rfind(b"</body>")
+    return page + script if at < 0 else page[:at] + script + page[at:]
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -88,10 +131,61 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def http_server(folder: Path, port: int = 0, quiet: bool = True) -> http.server.ThreadingHTTPServer:
-    """An HTTP server for a folder on 127.0.0.1 (port 0: any free port)."""
-    handler = QuietHandler if quiet else http.server.SimpleHTTPRequestHandler
-    return http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(handler, directory=str(folder)))
+class PreviewHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the preview folder, its pages with the reload script, and the event stream."""
+
+    def __init__(self, *args: object, preview: Preview, **kwargs: object) -> None:
+        self.preview = preview
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def do_GET(self) -> None:  # noqa: N802 - the base class's name
+        if urllib.parse.urlsplit(self.path).path == EVENTS:
+            self.stream_events()
+            return
+        page = self.page_file()
+        if page is None:
+            super().do_GET()
+            return
+        body = inject(page.read_bytes(), self.preview.generation)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def page_file(self) -> Path | None:
+        """The HTML file a request names (a folder: its index.html), if there is one."""
+        target = Path(self.translate_path(self.path))
+        if urllib.parse.urlsplit(self.path).path.endswith("/"):
+            target = target / "index.html"
+        return target if target.suffix == ".html" and target.is_file() else None
+
+    def stream_events(self) -> None:
+        """Server-sent events: the state now, then each change, until the tab or the preview closes."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        seen = -1
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            while (state := self.preview.next_state(seen, KEEP_ALIVE)) is not None:
+                if state[0] == seen:
+                    self.wfile.write(b": idle\n\n")
+                else:
+                    seen = state[0]
+                    self.wfile.write(f"data: {json.dumps({'generation': state[0], 'error': state[1]})}\n\n".encode())
+                self.wfile.flush()
+
+
+def http_server(folder: Path, port: int = 0, preview: Preview | None = None) -> http.server.ThreadingHTTPServer:
+    """An HTTP server for a folder on 127.0.0.1 (port 0: any free port); quiet unless it is the preview."""
+    handler: Callable[..., http.server.SimpleHTTPRequestHandler]
+    if preview is None:
+        handler = functools.partial(QuietHandler, directory=str(folder))
+    else:
+        handler = functools.partial(PreviewHandler, directory=str(folder), preview=preview)
+    return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
 
 
 @contextlib.contextmanager
@@ -116,24 +210,28 @@ def serve(options: Options, port: int) -> None:
     options.out is not used: the preview has its own folder, so `gpumem build` can run meanwhile.
     """
     scratch = Path(tempfile.mkdtemp(prefix="gpumem-preview-"))
-    preview = scratch / "site"
-    preview.mkdir()
-    options = dataclasses.replace(options, out=preview)
-    stop = threading.Event()
-    watcher = threading.Thread(target=watch, args=(options,), kwargs={"stop": stop}, daemon=True)
+    preview_folder = scratch / "site"
+    preview_folder.mkdir()
+    options = dataclasses.replace(options, out=preview_folder)
+    preview, stop = Preview(), threading.Event()
+    sources = Sources(source_paths(options))  # watching from before the first build: no save is missed
+    watcher = threading.Thread(target=watch, args=(options, sources, stop, preview), daemon=True)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        rebuild(options)
+        rebuild(options, preview)
         watcher.start()
-        with http_server(preview, port, quiet=False) as server:
-            click.echo(f"serving {preview} on http://127.0.0.1:{server.server_address[1]}/ (Ctrl+C to stop)")
+        with http_server(preview_folder, port, preview) as server:
+            click.echo(f"serving {preview_folder} on http://127.0.0.1:{server.server_address[1]}/ (Ctrl+C to stop)")
+            click.echo(f"watching the sources ({sources.kind}); open pages reload after each build")
             with contextlib.suppress(KeyboardInterrupt):
                 server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         stop.set()
+        preview.close()
         if watcher.is_alive():
             watcher.join(timeout=30)  # let a rebuild under way end before its folder goes
+        sources.close()
         shutil.rmtree(scratch, ignore_errors=True)
         signal.signal(signal.SIGTERM, previous)

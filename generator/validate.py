@@ -517,13 +517,14 @@ RULE_FIELDS: tuple[tuple[str, str, str, Any], ...] = (
     ("max_price_per_gpu_hour", "prices.bounds", "max_per_gpu_hour", positive_number),
     ("max_gpus_per_machine", "prices.bounds", "max_gpus_per_machine", positive_int),
     ("max_clock_skew_minutes", "prices.clock", "max_skew_minutes", positive_number),
+    ("price_check_max_age_days", "prices.checks", "max_age_days", positive_int),
 )
 LIMITS = ("max_params_b", "max_layers", "max_heads", "max_head_dim", "max_batch", "max_context")
 # Keys a block holds besides its RULE_FIELDS and its source.
 EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", *LIMITS)}
 RULE_SECTIONS = (
     "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
-    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment"
+    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training references"
 ).split()
 
 
@@ -533,6 +534,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         problems.add_raw(f"{path}:1: rules: expected a mapping of sections")
         return None
     from .read_deployment import read_deployment  # it reads with this module's Entry
+    from .read_training import read_training
 
     top = Entry(problems, path, data, "rules")
     top.check_keys(RULE_SECTIONS)
@@ -561,6 +563,8 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         calculator_defaults=_calculator_defaults(calculator, precisions or {}, kv_precisions or {}, kinds["model"]) if calculator else None,
         deployment=read_deployment(top, sources),
     )
+    training = read_training(top, sources, values["deployment"].weight_formats if values["deployment"] else None)
+    values["references"] = _references(top, sources)  # after every block, so every source is known
     known = values["deployment"].weight_formats if values["deployment"] else {}
     for name in values["model_formats"] or ():
         if known and name not in known:
@@ -573,7 +577,9 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         return None
     if any(value is None for value in values["calculator_limits"].values()):
         return None
-    return Rules(precisions=precisions, kv_precisions=kv_precisions, sources=sources, **values)
+    if "training" in data and training is None:
+        return None
+    return Rules(precisions=precisions, kv_precisions=kv_precisions, sources=sources, training=training, **values)
 
 
 def _rule_blocks(top: Entry, sources: dict[str, str]) -> dict[str, Entry]:
@@ -634,6 +640,34 @@ def _facts(top: Entry, sources: dict[str, str]) -> dict[str, tuple[float, float]
             facts[str(name)] = (low, high)
     top.failed = top.failed or section.failed
     return None if section.failed else facts
+
+
+def _references(top: Entry, sources: dict[str, str]) -> dict[str, str] | None:
+    """The names readers know the cited papers and pages by, each address cited by some source."""
+    from .compute_methodology import links_in  # the same reading of addresses as the pages' links
+
+    if "references" not in top.data:
+        return {}
+    section = top.section("references")
+    if section is None:
+        return None
+    cited = {link.url for text in sources.values() for link in links_in(text)}
+    names = {}
+    for address in section.data:
+        line = section.data.line_of(address)
+        try:
+            found = url(address)
+        except Invalid as error:
+            section.report(line, address, str(error))
+            continue
+        if found not in cited:
+            section.report(line, address, "cited by no source of this file (write the address or arXiv number in a source first)")
+            continue
+        name = section.get(address, text)
+        if name is not None:
+            names[found] = name
+    top.failed = top.failed or section.failed
+    return None if section.failed else names
 
 
 def _known(ids: set[str] | None, what: str, where: str) -> Callable[[Any], str]:

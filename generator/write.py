@@ -69,7 +69,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
@@ -108,6 +108,11 @@ class WriteSummary:
     unchanged: int
     removed: int
     notes: tuple[str, ...] = ()  # what the writer did besides the build: recoveries, files it adopted
+    pages: int = 0  # the HTML files of the site
+
+
+def _pages(files: Iterable[str]) -> int:
+    return sum(1 for relative in files if relative.endswith(".html"))
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,7 @@ class Entry:
 class Manifest:
     fingerprint: str
     files: dict[str, str]  # relative path -> sha256
+    facts: dict[str, object] = field(default_factory=dict)  # about the inputs, for the build's own no-change check
 
 
 class Failed(Exception):
@@ -402,15 +408,20 @@ def _read_manifest(tree: Path, shown: str) -> Manifest | None:
             [f"{shown}: not a gpumem marker (JSON listing the files gpumem wrote); refusing to guess which files are gpumem's"]
         )
     fingerprint = data.get("fingerprint") if isinstance(data, dict) else ""
-    return Manifest(fingerprint if isinstance(fingerprint, str) else "", {k: v for k, v in files.items() if _plain(k) and k != MARKER})
+    facts = data.get("inputs") if isinstance(data, dict) else None
+    listed = {k: v for k, v in files.items() if _plain(k) and k != MARKER}
+    return Manifest(fingerprint if isinstance(fingerprint, str) else "", listed, facts if isinstance(facts, dict) else {})
 
 
-def _manifest_bytes(files: dict[str, bytes], fingerprint: str) -> bytes:
-    manifest = {
+def _manifest_bytes(files: dict[str, bytes], fingerprint: str, facts: dict[str, object] | None = None) -> bytes:
+    manifest: dict[str, object] = {
         "about": "Built by gpumem: it removes or replaces only the files listed here; anything else in this folder is left alone.",
         "fingerprint": fingerprint,
         "files": {relative: _digest(content) for relative, content in sorted(files.items())},
     }
+    if facts:
+        manifest["inputs"] = facts
+
     return (json.dumps(manifest, indent=0, sort_keys=True) + "\n").encode()
 
 
@@ -600,16 +611,17 @@ class OutputFolder:
             _unlock(self._fd)
             self._fd = None
 
-    def summary(self, written: int, unchanged: int, removed: int) -> WriteSummary:
-        return WriteSummary(written, unchanged, removed, tuple(self.notes))
+    def summary(self, written: int, unchanged: int, removed: int, pages: int = 0) -> WriteSummary:
+        return WriteSummary(written, unchanged, removed, tuple(self.notes), pages)
 
     # --- checking ---
 
-    def up_to_date(self, fingerprint: str) -> WriteSummary | None:
+    def up_to_date(self, fingerprint: str, accept: Callable[[dict[str, object]], bool] | None = None) -> WriteSummary | None:
         """The summary of a rebuild that would change nothing, or None when the folder needs a build.
 
         The folder is up to date when its marker records this fingerprint of the inputs and every
-        file it lists is there, a regular file with the bytes it recorded. Nothing is touched.
+        file it lists is there, a regular file with the bytes it recorded; and, given `accept`, when
+        it accepts the facts the marker records about the inputs. Nothing is touched.
         """
         root = self.places.root
         if not os.path.isdir(root):
@@ -620,6 +632,8 @@ class OutputFolder:
             return None  # the build that follows says why
         if manifest is None or manifest.fingerprint != fingerprint:
             return None
+        if accept is not None and not accept(manifest.facts):
+            return None
         try:
             found = _scan(root, _ancestors(manifest.files))
         except OSError:
@@ -628,13 +642,16 @@ class OutputFolder:
             entry = found.get(relative)
             if entry is None or entry.kind != "file" or not _matches(root / relative, entry, digest):
                 return None
-        return self.summary(0, len(manifest.files), 0)
+        return self.summary(0, len(manifest.files), 0, _pages(manifest.files))
 
     # --- writing ---
 
-    def write(self, files: dict[str, bytes] | list[tuple[str, bytes]], fingerprint: str = "") -> WriteSummary:
+    def write(
+        self, files: dict[str, bytes] | list[tuple[str, bytes]], fingerprint: str = "", facts: dict[str, object] | None = None
+    ) -> WriteSummary:
         """Replace the site with these files (see the module docstring); rewrite only files whose
-        bytes changed, remove only files the previous build wrote and this one does not."""
+        bytes changed, remove only files the previous build wrote and this one does not. The marker
+        records the inputs' fingerprint and the facts about them the no-change check needs."""
         places = self.places
         targets = _checked(files, places)
         root = places.root
@@ -663,7 +680,7 @@ class OutputFolder:
         except OSError as error:
             raise BuildError([f"{places.label}: cannot create {staging.name} beside it: {_reason(error)}"]) from None
         try:
-            written = self._stage(staging, targets, found, ours | adopted, fingerprint)
+            written = self._stage(staging, targets, found, ours | adopted, fingerprint, facts)
         except Failed as failure:
             shutil.rmtree(staging, ignore_errors=True)
             raise BuildError([f"{places.show(failure.relative)}: cannot write: {_reason(failure.error)}"], kept) from None
@@ -673,7 +690,7 @@ class OutputFolder:
             self._replace(staging, moves, found, current)
         for relative in sorted(adopted):
             self.note(f"{places.show(relative)}: was not written by gpumem but holds the bytes the build writes there; adopted it")
-        return self.summary(written, len(targets) - written, removed)
+        return self.summary(written, len(targets) - written, removed, _pages(targets))
 
     def _plan(
         self, found: dict[str, Entry], targets: dict[str, bytes], ours: set[str], target_folders: set[str], our_folders: set[str]
@@ -714,7 +731,15 @@ class OutputFolder:
             raise BuildError(problems)
         return moves, adopted
 
-    def _stage(self, staging: Path, targets: dict[str, bytes], found: dict[str, Entry], reusable: set[str], fingerprint: str) -> int:
+    def _stage(
+        self,
+        staging: Path,
+        targets: dict[str, bytes],
+        found: dict[str, Entry],
+        reusable: set[str],
+        fingerprint: str,
+        facts: dict[str, object] | None,
+    ) -> int:
         """Fill the staging folder: unchanged files linked, the others written, the marker last;
         the number of files written."""
         root = self.places.root
@@ -741,7 +766,7 @@ class OutputFolder:
             written = sum(pool.map(place, targets.items()))
         _checkpoint("staged")
         try:
-            _create(staging / MARKER, _manifest_bytes(targets, fingerprint))
+            _create(staging / MARKER, _manifest_bytes(targets, fingerprint, facts))
         except OSError as error:
             raise Failed(MARKER, error) from None
         return written

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from gpumem import build as pipeline
-from gpumem.build import build, fingerprint, gather, project_options
+from gpumem import fingerprint as digests
+from gpumem.build import build, project_options
+from gpumem.errors import BuildError
+from gpumem.fingerprint import fingerprint, unchanged
 
 from .conftest import NOW, SNAPSHOT, edit
 from .project import CATALOGS, REPO
@@ -77,22 +83,75 @@ def test_a_file_moved_into_the_assets_is_published(project):
 
 
 def test_the_code_a_library_and_python_are_in_the_fingerprint(project, monkeypatch, tmp_path):
-    inputs = gather(project_options(project), now=NOW)
-    first = fingerprint(inputs)
+    options = project_options(project)
+    first = fingerprint(options)
     code = tmp_path / "code"
-    shutil.copytree(pipeline.CODE, code, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(pipeline, "CODE", code)
-    assert fingerprint(inputs) == first  # the same code elsewhere
+    shutil.copytree(digests.CODE, code, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(digests, "CODE", code)
+    assert fingerprint(options) == first  # the same code elsewhere
     edit(code / "compute.py", '"""', '""" edited', 1)
-    assert fingerprint(inputs) != first
+    assert fingerprint(options) != first
     monkeypatch.undo()
-    versions = pipeline.imported_distributions()
-    assert any(v.startswith("Jinja2=") for v in versions) and any(v.startswith("MarkupSafe=") for v in versions)
-    monkeypatch.setattr(pipeline, "imported_distributions", lambda: [*versions[:-1], versions[-1] + ".post1"])
-    assert fingerprint(inputs) != first
-    monkeypatch.undo()
-    monkeypatch.setattr(pipeline.sys, "version", "3.99.0")
-    assert fingerprint(inputs) != first
+    versions = digests.dependency_versions()
+    assert versions[0] == f"python={sys.version}"
+    assert [v.partition("=")[0] for v in versions[1:]] == ["babel", "click", "jinja2", "markdown", "markupsafe", "pyyaml"]
+    monkeypatch.setattr(digests, "dependency_versions", lambda: [*versions[:-1], versions[-1] + ".post1"])
+    assert fingerprint(options) != first
+
+
+def test_a_file_anywhere_in_the_catalogs_is_an_input(project):
+    options = project_options(project)
+    first = fingerprint(options)
+    (project / "catalogs/prices/notes.txt").write_text("not a snapshot, but the build lists the folder\n")
+    assert fingerprint(options) != first
+
+
+def test_the_no_change_check_loads_no_template_engine(project):
+    """`gpumem build` with nothing changed answers before importing Jinja, Babel, YAML or Markdown."""
+    script = (
+        "import sys\n"
+        "from gpumem.cli import main\n"
+        "try:\n"
+        f"    main(['--project', {str(project)!r}, 'build'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in ('jinja2', 'babel', 'yaml', 'markdown', 'gpumem.build') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    summary, modules = done.stdout.splitlines()
+    assert summary.startswith("307 pages; 0 files written, 317 unchanged, 0 removed in ") and modules == "[]"
+
+
+def test_an_old_snapshot_warns_on_every_rebuild_and_strict_refuses_it(project):
+    later = NOW + timedelta(days=9)
+    result = build(project_options(project), now=later)
+    warning = "warning: price snapshot 2026-10-31T16-52Z is 9 days old (older than stale_after_days = 7); import a newer one"
+    assert (result.summary.written, result.warnings) == (0, (warning,))
+    assert unchanged(project_options(project), now=later + timedelta(days=1)).warnings == (warning.replace("9 days", "10 days"),)
+    with pytest.raises(BuildError) as refused:
+        build(project_options(project, strict=True), now=later)
+    assert refused.value.lines == [warning, "--strict: warnings are errors"]
+
+
+def test_a_clock_set_back_checks_the_snapshots_again(project):
+    """The marker says from when no snapshot is in the future; before that, the whole check runs."""
+    assert unchanged(project_options(project), now=NOW) is not None
+    earlier = datetime(2026, 10, 31, 16, 40, tzinfo=UTC)  # 12 minutes before the snapshot, 5 of skew allowed
+    assert unchanged(project_options(project), now=earlier) is None
+    with pytest.raises(BuildError) as refused:
+        build(project_options(project), now=earlier)
+    assert refused.value.lines[0] == (
+        f"{project}/catalogs/prices/{SNAPSHOT}:5: snapshot: taken_at: 2026-10-31T16:52:00Z is in the future: the clock says "
+        "2026-10-31T16:40:00Z, and at most 5 minutes of clock skew are allowed (prices.clock in rules.yaml)"
+    )
+
+
+def test_an_output_file_edited_in_place_is_noticed_though_its_size_is_the_same(project):
+    page = project / "site/en/index.html"
+    text = page.read_text()
+    page.write_text(text.replace("Three", "Tree ", 1))
+    assert unchanged(project_options(project), now=NOW) is None
+    assert rebuild(project)["en/index.html"].decode() == text
 
 
 def test_force_renders_although_nothing_changed(project, monkeypatch):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import jinja2
 import pytest
 from babel.messages.pofile import read_po
 from hypothesis import given, settings
@@ -103,3 +104,44 @@ def test_french_writes_go_and_a_narrow_space_before_colons():
         texts += [m.string if isinstance(m.string, str) else " ".join(m.string) for m in read_po(handle) if m.id]
     wrong = [match.group(0) for text in texts for match in re.finditer(r"\S[ \u00a0][:;!?](?=\s|$)", text)]
     assert wrong == []
+
+
+def test_compiled_templates_are_kept_between_builds_and_used_only_for_the_same_bytes(tmp_path, monkeypatch):
+    """The second build of the same project compiles nothing: layouts and content come from the cache."""
+    from gpumem.build import build
+    from gpumem.options import template_cache
+
+    from .project import fixture_options
+
+    monkeypatch.setenv("GPUMEM_CACHE", str(tmp_path / "cache"))
+    options = fixture_options(out=tmp_path / "first", force=True)
+    cache = template_cache(options.project)
+    assert cache is not None and cache.parent == tmp_path / "cache" and cache.stat().st_mode & 0o777 == 0o700
+    build(options)
+    kept = sorted(p.name for p in cache.iterdir())
+    compiled: list[str] = []
+    real = jinja2.Environment.compile
+
+    def counting(self, source, name=None, filename=None, raw=False, defer_init=False):  # noqa: ANN001, ANN202
+        compiled.append(name)
+        return real(self, source, name, filename, raw, defer_init)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counting)
+    build(fixture_options(out=tmp_path / "second", force=True))
+    assert compiled == []
+    assert sorted(p.name for p in cache.iterdir()) == kept
+    first = {p.relative_to(tmp_path / "first"): p.read_bytes() for p in (tmp_path / "first").rglob("*") if p.is_file()}
+    second = {p.relative_to(tmp_path / "second"): p.read_bytes() for p in (tmp_path / "second").rglob("*") if p.is_file()}
+    assert first == second
+
+
+def test_a_cache_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
+    from gpumem.options import template_cache
+
+    monkeypatch.setenv("GPUMEM_CACHE", str(tmp_path / "cache"))
+    folder = template_cache(REPO)
+    assert folder is not None
+    folder.chmod(0o777)
+    assert template_cache(REPO) is None
+    monkeypatch.setenv("GPUMEM_CACHE", "/dev/null/cache")
+    assert template_cache(REPO) is None

@@ -1,8 +1,9 @@
 """The preview server: builds into a folder of its own, serves it on 127.0.0.1, rebuilds when a
-source changes, and outlives every error."""
+source changes, tells the open pages to reload (or shows them the error), and outlives every error."""
 
 from __future__ import annotations
 
+import json
 import queue
 import re
 import subprocess
@@ -12,7 +13,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+from playwright.sync_api import Page, expect
+
 from gpumem import serve
+from gpumem.watch import Sources
 
 from .conftest import edit, line_of, options_for
 from .project import REPO
@@ -83,6 +87,7 @@ def test_serve_rebuilds_when_content_changes_and_outlives_bad_input(inputs):
         assert serving.startswith("serving ") and " on http://127.0.0.1:" in serving
         preview = Path(serving.removeprefix("serving ").split(" on ")[0])
         assert preview.name == "site" and preview.parent.name.startswith("gpumem-preview-") and preview.is_dir()
+        assert server.line() == "watching the sources (inotify); open pages reload after each build\n"
         base = serving.split(" on ")[1].split(" ")[0]
         assert "Three questions come up" in fetch(base + "en/")
         home = inputs / "content/en/home.md"
@@ -128,18 +133,18 @@ def test_the_watcher_outlives_an_unexpected_error_and_rebuilds_on_the_next_save(
             raise RuntimeError("a bug nobody expected")
         return real(options, now, report)
 
-    stamp = serve.source_stamp
-
-    def flaky_stamp(folders):  # noqa: ANN001, ANN202
-        calls.append("stamp")
-        if calls.count("stamp") == 2:
-            raise FileNotFoundError(2, "No such file or directory", "content/en/gone.md")
-        return stamp(folders)
+    class FlakySources(Sources):
+        def wait(self, stop):  # noqa: ANN001, ANN202
+            calls.append("wait")
+            if calls.count("wait") == 1:
+                raise FileNotFoundError(2, "No such file or directory", "content/en/gone.md")
+            return super().wait(stop)
 
     monkeypatch.setattr(serve, "build", crashing_once)
-    monkeypatch.setattr(serve, "source_stamp", flaky_stamp)
+    sources = FlakySources(serve.source_paths(options))
+    preview = serve.Preview()
     stop = threading.Event()
-    watcher = threading.Thread(target=serve.watch, args=(options, 0.05), kwargs={"stop": stop})
+    watcher = threading.Thread(target=serve.watch, args=(options, sources, stop, preview))
     watcher.start()
     said = ""
 
@@ -155,14 +160,119 @@ def test_the_watcher_outlives_an_unexpected_error_and_rebuilds_on_the_next_save(
     try:
         wait_for("unexpected error while watching the sources (the preview keeps running; the next save rebuilds):\n")
         assert "FileNotFoundError: [Errno 2] No such file or directory: 'content/en/gone.md'\n" in said
+        time.sleep(serve.POLL * 2)  # the watcher is waiting again
         edit(inputs / "content/en/home.md", "Three questions", "Three other questions")
         wait_for("unexpected error while rebuilding (the preview keeps running; the next save rebuilds):\n")
         wait_for("RuntimeError: a bug nobody expected\n")
+        assert preview.generation == 1 and preview.error is not None
+        assert preview.error.startswith("Traceback (most recent call last):\n") and preview.error.endswith(
+            "RuntimeError: a bug nobody expected"
+        )
         assert watcher.is_alive()
         edit(inputs / "content/en/home.md", "Three other questions", "Three more questions")
         wait_for("rebuilt: 317 written, 0 removed in ")
         assert "Three more questions" in (inputs / "preview/en/index.html").read_text()
+        assert (preview.generation, preview.error) == (2, None)
     finally:
         stop.set()
         watcher.join(timeout=WAIT)
+        sources.close()
     assert not watcher.is_alive()
+
+
+def changed_within(sources: Sources, seconds: float) -> bool:
+    """Whether sources.wait reports a change before `seconds` pass."""
+    stop = threading.Event()
+    timer = threading.Timer(seconds, stop.set)
+    timer.start()
+    try:
+        return sources.wait(stop)
+    finally:
+        timer.cancel()
+
+
+def test_sources_notice_writes_new_folders_moves_and_deletions(tmp_path):
+    for notifications in (True, False):
+        root = tmp_path / str(notifications)
+        (root / "content/en").mkdir(parents=True)
+        (root / "content/en/home.md").write_text("one")
+        snapshot = root / "prices.yaml"
+        snapshot.write_text("a")
+        sources = Sources([root / "content", snapshot], notifications=notifications)
+        assert sources.kind == ("inotify" if notifications else "scanning")
+        try:
+            assert changed_within(sources, 0.6) is False
+            (root / "content/en/home.md").write_text("two")
+            assert changed_within(sources, 5) is True
+            (root / "content/fr").mkdir()
+            (root / "content/fr/home.md").write_text("trois")
+            assert changed_within(sources, 5) is True
+            (root / "content/fr/home.md").write_text("quatre")  # in a folder made since watching began
+            assert changed_within(sources, 5) is True
+            (root / "content/fr/home.md").rename(root / "gone.md")
+            assert changed_within(sources, 5) is True
+            snapshot.write_text("b")  # a single file given apart
+            assert changed_within(sources, 5) is True
+            (root / "unwatched.txt").write_text("x")
+            assert changed_within(sources, 0.6) is False
+        finally:
+            sources.close()
+
+
+def test_served_pages_carry_the_reload_script_and_the_files_do_not(tmp_path):
+    (tmp_path / "en").mkdir()
+    (tmp_path / "en/index.html").write_text("<!doctype html><html><body><p>hi</p></body></html>")
+    (tmp_path / "style.css").write_text("p{}")
+    preview = serve.Preview()
+    server = serve.http_server(tmp_path, 0, preview)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        page = fetch(base + "en/")
+        assert page.startswith('<!doctype html><html><body><p>hi</p><script>(function(){var g=0,s=new EventSource("/__gpumem/events");')
+        assert page.endswith("</script>\n</body></html>")
+        assert fetch(base + "en/index.html") == page
+        assert fetch(base + "style.css") == "p{}"
+        assert (tmp_path / "en/index.html").read_text() == "<!doctype html><html><body><p>hi</p></body></html>"
+        with urllib.request.urlopen(base + "__gpumem/events", timeout=10) as events:
+            assert events.headers["Content-Type"] == "text/event-stream"
+            assert events.readline() == b'data: {"generation": 0, "error": null}\n'
+            assert events.readline() == b"\n"
+            preview.publish("content/en/home.md:3: template: unexpected '}'")
+            assert json.loads(events.readline().removeprefix(b"data: ")) == {
+                "generation": 1,
+                "error": "content/en/home.md:3: template: unexpected '}'",
+            }
+            events.readline()
+            preview.publish(None)
+            assert events.readline() == b'data: {"generation": 2, "error": null}\n'
+            preview.close()
+            assert events.readline() == b"\n" and events.readline() == b""  # the stream ends with the preview
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_open_page_reloads_after_a_save_and_shows_a_failed_build(inputs, page: Page):
+    server = Server(inputs)
+    try:
+        assert server.line().startswith("rebuilt: 317 written")
+        base = server.line().split(" on ")[1].split(" ")[0]
+        server.line()
+        page.goto(base + "en/")
+        expect(page.locator("main")).to_contain_text("Three questions come up")
+        page.wait_for_function("document.readyState === 'complete'")
+        home = inputs / "content/en/home.md"
+
+        edit(home, "Three questions come up", "Three {{ questions come up")
+        expect(page.locator("#gpumem-error")).to_have_text(
+            f"content/en/home.md:{line_of(home, 'Three {{ questions')}: template: expected token 'end of print statement', got 'come'\n1 problem found; nothing was written.",
+            timeout=WAIT * 1000,
+        )
+        edit(home, "Three {{ questions come up", "Three questions always come up")
+        saved = time.monotonic()
+        expect(page.locator("main")).to_contain_text("Three questions always come up", timeout=WAIT * 1000)
+        print(f"reloaded {time.monotonic() - saved:.2f} s after the save")
+        expect(page.locator("#gpumem-error")).to_have_count(0)
+    finally:
+        server.stop()

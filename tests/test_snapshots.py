@@ -200,10 +200,11 @@ def test_rules_without_the_prices_block_are_an_error(root):
     rules = root / "catalogs/rules.yaml"
     text = rules.read_text()
     rules.write_text(text[: text.index("\n# What a price snapshot may hold")] + "\n")
-    # The two ":0:" lines are how read_rules reports the blocks of any missing section (serving too).
+    # The ":0:" lines are how read_rules reports the blocks of any missing section (serving too).
     assert problems(root, now=NOW) == [
         "catalogs/rules.yaml:0: rules: prices.bounds: missing field",
         "catalogs/rules.yaml:0: rules: prices.clock: missing field",
+        "catalogs/rules.yaml:0: rules: prices.checks: missing field",
         "catalogs/rules.yaml:6: rules: prices: missing field",
     ]
 

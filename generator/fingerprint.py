@@ -1,0 +1,137 @@
+"""The no-change check: a digest of every file a build reads, taken before the pipeline is loaded.
+
+A build's output depends on its input files, this package's code, the libraries it declares and
+Python, and on the clock only through checks (a snapshot in the future, an old snapshot's
+warning). So a folder whose marker records the same digest, built at a time whose checks still
+hold, is the site this build would write: the build stops there, without importing Jinja, Babel
+or YAML.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import re
+import stat
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .options import MAX_FILE_BYTES, BuildResult, Options
+from .write import OutputFolder
+
+CODE = Path(__file__).resolve().parent  # this package's own code, part of the fingerprint
+SKIPPED = ("__pycache__",)
+SKIPPED_SUFFIXES = (".pyc", ".mo")
+REQUIREMENT_NAME = re.compile(r"^[A-Za-z0-9._-]+")
+
+
+def input_files(options: Options) -> list[tuple[str, Path]]:
+    """Every file a build may read, labelled by its folder's role and its path below it."""
+    folders = {
+        "catalogs": options.catalogs,
+        "content": options.content,
+        "templates": options.templates,
+        "translations": options.translations,
+        "code": CODE,
+    }
+    named = [("snapshot", options.prices)] if options.prices is not None else []
+    for label, folder in folders.items():
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and not any(part in SKIPPED for part in path.parts) and path.suffix not in SKIPPED_SUFFIXES:
+                named.append((f"{label}/{path.relative_to(folder).as_posix()}", path))
+    return named
+
+
+def dependency_versions() -> list[str]:
+    """name=version of Python and of every library gpumem declares (a new release may render otherwise)."""
+    try:
+        declared = importlib.metadata.requires("gpumem") or []
+    except importlib.metadata.PackageNotFoundError:  # run from a source folder, not installed
+        declared = []
+    names = sorted({match.group(0).lower() for item in declared if "extra ==" not in item if (match := REQUIREMENT_NAME.match(item))})
+    return [f"python={sys.version}", *(f"{name}={_version(name)}" for name in names)]
+
+
+def _version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def fingerprint(options: Options) -> str:
+    """A digest of everything the output can depend on but the clock (see the module docstring)."""
+    digest = hashlib.sha256()
+    for label, path in input_files(options):
+        content = _bounded_bytes(path)
+        digest.update(f"{label}\0{len(content)}\0".encode() + content)
+    digest.update("|".join(dependency_versions()).encode())
+    return digest.hexdigest()
+
+
+def _bounded_bytes(path: Path) -> bytes:
+    """A regular file's bytes, at most one past the loader's limit; a mark for anything else (a
+    device, a pipe, a missing file), whose problem the build that follows reports."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return b"\0unreadable"
+    with os.fdopen(fd, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b"\0not a regular file"
+        return stream.read(MAX_FILE_BYTES + 1)
+
+
+def clock(now: datetime | None) -> str:
+    """A UTC time as markers record it (whole seconds, so the text sorts as the time does)."""
+    return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def stale_warning(snapshot: str, taken_at: datetime, stale_after_days: float, now: datetime) -> str | None:
+    """The warning for a snapshot older than stale_after_days (content/site.yaml), or None."""
+    days = (now - taken_at).total_seconds() / 86400
+    if days <= stale_after_days:
+        return None
+    return (
+        f"warning: price snapshot {snapshot} is {days:.0f} days old "
+        f"(older than stale_after_days = {stale_after_days:g}); import a newer one"
+    )
+
+
+def clock_facts(not_before: datetime, snapshot: str, taken_at: datetime, stale_after_days: float) -> dict[str, object]:
+    """What the no-change check needs to know of the inputs besides their bytes: from when no
+    snapshot is in the future any more, and what makes the snapshot old."""
+    return {"not_before": clock(not_before), "snapshot": snapshot, "taken_at": clock(taken_at), "stale_after_days": stale_after_days}
+
+
+def _still_holds(facts: dict[str, object], now: datetime, strict: bool, warnings: list[str]) -> bool:
+    """Whether a build now from the inputs these facts describe gives the same outcome; its warnings."""
+    not_before, snapshot, taken_at, days = (facts.get(key) for key in ("not_before", "snapshot", "taken_at", "stale_after_days"))
+    if not (isinstance(not_before, str) and isinstance(snapshot, str) and isinstance(taken_at, str)):
+        return False
+    if not isinstance(days, (int, float)) or clock(now) < not_before:
+        return False
+    warning = stale_warning(snapshot, datetime.fromisoformat(taken_at), days, now)
+    if warning is not None and strict:
+        return False  # the build says it is an error
+    warnings.extend([warning] if warning else [])
+    return True
+
+
+def unchanged(options: Options, now: datetime | None = None, report: Callable[[str], None] | None = None) -> BuildResult | None:
+    """The result of a build that finds its output folder already built from these inputs, and
+    whose checks of the clock still hold; None when it has to build (or --force says so)."""
+    if options.force:
+        return None
+    started = time.perf_counter()
+    stamp, moment = fingerprint(options), now or datetime.now(UTC)
+    warnings: list[str] = []
+    with OutputFolder(options.out, report) as folder:
+        summary = folder.up_to_date(stamp, lambda facts: _still_holds(facts, moment, options.strict, warnings))
+    if summary is None:
+        return None
+    return BuildResult(summary, time.perf_counter() - started, tuple(warnings), summary.pages)
