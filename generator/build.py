@@ -342,6 +342,7 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
         rent=site.marketplace.rent,
         breadcrumbs=lambda page: breadcrumbs(site, page, planned),
         calculator_query=lambda model, context, gpus: model_query(catalog, model, context, gpus),
+        has_page=lambda key, lang: (key, "", lang) in links,
     )
 
     def render(page: Page) -> bytes:
@@ -358,9 +359,12 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
     files = {page.output: kept[page.output] if page.output in kept else rendered[page.output] for page in pages}
     first = site.languages[0].code
     root = {**common, **renderer.language_context(first, catalog.snapshot.currency), "pages": pages}
-    root["not_found"] = [(language, renderer.strings[language.code]["_"]("Page not found")) for language in site.languages]
     root["translations"] = [(language, renderer.strings[language.code]["_"]) for language in site.languages]
+    root["translate"] = {language.code: renderer.strings[language.code]["_"] for language in site.languages}
     extra = {name: renderer.render(name, root).encode() for name in (*ROOT_PAGES, "sitemap.xml", "robots.txt")}
+    for language in site.languages:  # for hosts that serve the nearest 404.html: one in each language's folder
+        words = {**common, **renderer.language_context(language.code, catalog.snapshot.currency)}
+        extra[f"{language.code}/404.html"] = renderer.render("not-found.html", words).encode()
     extra.update({f"assets/{path.name}": path.read_bytes() for path in sorted(options.static.iterdir()) if path.is_file()})
     clash = sorted(set(extra) & set(files))
     if clash:  # check_outputs keeps pages apart; this keeps them off the site's own files

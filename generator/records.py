@@ -50,6 +50,21 @@ class Architecture:
     experts: Experts | None = None
 
 
+# What a licence lets a reader do, in the words the pages translate: an open-source licence
+# (Apache 2.0, MIT: use, change and sell), or the developer's own terms (Llama, Gemma, Qwen,
+# DeepSeek: conditions on use and redistribution that a reader must read).
+LICENSE_KINDS = ("open-source", "custom")
+
+
+@dataclass(frozen=True)
+class License:
+    """A model's licence: its own name (shown as written), its kind (translated) and its text."""
+
+    name: str
+    kind: str  # one of LICENSE_KINDS
+    url: str
+
+
 @dataclass(frozen=True)
 class Model:
     """One catalog model."""
@@ -62,7 +77,7 @@ class Model:
     active_params_b: float | None
     native_context: int
     arch: Architecture
-    license: str
+    license: License | None  # None only in a draft from a config.json (`gpumem models add`)
     source: str
     notes: str = ""
     release: str = "bf16"  # the weight format of the official checkpoint

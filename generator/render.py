@@ -65,6 +65,10 @@ class Formats:
 
     def __init__(self, lang: str, currency: str, gb_unit: str = "GB") -> None:
         self.lang, self.currency, self.gb_unit = lang, currency, gb_unit
+        # French sets a narrow no-break space before two-part punctuation (Lexique des règles
+        # typographiques en usage à l'Imprimerie nationale); Babel's locale data has no such rule.
+        space = "\u202f" if self.lang.split("-")[0] == "fr" else ""
+        self.colon, self.semicolon = space + ":", space + ";"
         self.locale = lang.replace("-", "_")  # Babel's form of a BCP 47 code: pt-BR -> pt_BR
         locale = Locale.parse(self.locale)
         self._separators = str.maketrans({",": get_group_symbol(locale=locale), ".": get_decimal_symbol(locale=locale)})

@@ -12,10 +12,12 @@ from typing import Any
 from .errors import Problems
 from .load import ContentPage, LineDict
 from .records import (
+    LICENSE_KINDS,
     Architecture,
     Attention,
     Experts,
     Language,
+    License,
     Marketplace,
     Model,
     Offer,
@@ -322,7 +324,7 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
             family=entry.get("family", text),
             size_label=entry.get("size_label", text),
             native_context=entry.get("native_context", at_most(positive_int, 100_000_000)),
-            license=entry.get("license", text),
+            license=read_license(entry),
             source=entry.get("source", url),
             notes=entry.get("notes", prose, required=False, default=""),
             release=entry.get("release", release, required=False, default="bf16"),
@@ -340,6 +342,36 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
             arch = Architecture(layers, heads, kv_heads, attention=attention, **shape)
             models.append(Model(id=model_id, params_b=params, active_params_b=active, arch=arch, **fields))
     return tuple(models)
+
+
+LICENSE_FIELDS = ("name", "kind", "url")
+
+
+def license_name(value: Any) -> str:
+    """A licence's own name, shown on every page as written: no note in brackets beside it."""
+    name = text(value)
+    if re.search(r"[()\[\]]", name):
+        raise Invalid(f"expected the licence's name alone (a note about it belongs in the entry's notes), got {describe(value)}")
+    return name
+
+
+_EXPECTATIONS[license_name] = " (expected text)"
+
+
+def read_license(entry: Entry) -> License | None:
+    """A model's licence: {name, kind, url}; notes about it belong in the entry's notes."""
+    if "license" not in entry.data:
+        entry.report(entry.data.line, "license", "missing field (expected name, kind and url)")
+        return None
+    section = entry.section("license")
+    if section is None:
+        return None
+    section.check_keys(LICENSE_FIELDS)
+    name = section.get("name", license_name)
+    kind = section.get("kind", one_of(LICENSE_KINDS, "licence kind"))
+    link = section.get("url", url)
+    entry.failed = entry.failed or section.failed
+    return None if section.failed else License(name, kind, link)
 
 
 def read_experts(entry: Entry, layers: int | None, moe: bool) -> Experts | None:

@@ -488,8 +488,11 @@ def _discard(tree: Path, manifest: Manifest | None) -> bool:
         if mode & 0o700 != 0o700:  # a read-only folder of ours: make it ours to empty
             os.chmod(tree / folder, stat.S_IMODE(mode) | 0o700)
     for relative, entry in found.items():
-        if relative in ours and entry.kind != "dir":
+        if relative in ours and relative != MARKER and entry.kind != "dir":
             os.unlink(tree / relative)
+            _checkpoint("discarding")
+    if MARKER in found and found[MARKER].kind != "dir":  # last: a tree left by a build killed meanwhile keeps its marker
+        os.unlink(tree / MARKER)
     for folder in sorted(folders, key=lambda f: f.count("/"), reverse=True):
         if folder in found and found[folder].kind == "dir":
             with contextlib.suppress(OSError):

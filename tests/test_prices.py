@@ -183,6 +183,7 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
     assert unchanged == sorted(
         [
             "404.html",
+            *(f"{lang}/404.html" for lang in ("es", "en", "pt", "fr", "de")),
             "assets/calculator.js",
             "assets/favicon.svg",
             "assets/style.css",

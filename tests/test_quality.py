@@ -36,7 +36,7 @@ def kind_pages() -> list[str]:
     return found
 
 
-PAGES = [*kind_pages(), "/", "/404.html"]
+PAGES = [*kind_pages(), "/", "/404.html", "/fr/404.html"]
 
 
 def test_every_page_kind_is_listed_for_every_language(built_site):
@@ -141,7 +141,7 @@ def test_page_weight_budgets(built_site: Path):
         path: w for path, w in weights.items() if path.split("/")[1:2] in (["metodologia"], ["methodology"], ["methodologie"], ["methodik"])
     }
     others = {path: w for path, w in weights.items() if path not in calculators and path not in references}
-    assert len(calculators) == 5 and len(references) == 5 and len(others) == 307
+    assert len(calculators) == 5 and len(references) == 5 and len(others) == 312
     heaviest = max(others, key=others.get)
     print(f"heaviest page: {heaviest} {others[heaviest]} bytes with its CSS and JavaScript; calculator {max(calculators.values())} bytes")
     assert others[heaviest] <= 40_000, heaviest
