@@ -256,7 +256,7 @@ def test_served_pages_carry_the_reload_script_and_the_files_do_not(tmp_path):
 def test_an_open_page_reloads_after_a_save_and_shows_a_failed_build(inputs, page: Page):
     server = Server(inputs)
     try:
-        assert server.line().startswith("rebuilt: 317 written")
+        assert server.line().startswith("rebuilt: 329 written")
         base = server.line().split(" on ")[1].split(" ")[0]
         server.line()
         page.goto(base + "en/")
