@@ -21,3 +21,23 @@ def test_language_switcher_lands_on_the_same_guide(page: Page, site_url: str):
     page.get_by_role("navigation", name="Idioma").get_by_role("link", name="English").click()
     expect(page).to_have_url(f"{site_url}/en/guides/gpu-memory/")
     expect(page.get_by_role("heading", level=1)).to_have_text("How much GPU memory does your model need?")
+
+
+def test_a_reader_goes_from_a_model_page_to_renting_its_configuration(page: Page, site_url: str):
+    """Qwen2.5 32B's page -> the calculator prefilled for it -> the cheapest comfortable configuration -> its rent link."""
+    for lang, opener, rent in (
+        ("es", "Abrir la calculadora con Qwen2.5 32B (Instruct)", "Alquilar en Arrakis"),
+        ("en", "Open the calculator with Qwen2.5 32B (Instruct)", "Rent on Arrakis"),
+    ):
+        page.goto(f"{site_url}/{lang}/")
+        page.get_by_role("link", name="Qwen2.5 32B (Instruct)").click()
+        crumbs = page.get_by_role("navigation", name="Ruta de navegación" if lang == "es" else "Breadcrumb")
+        expect(crumbs.get_by_role("link", name="Arrakis")).to_have_attribute("href", "https://arrakis.example.org/")
+        page.get_by_role("link", name=opener).click()
+        expect(page.locator('[name="model"]')).to_have_value("qwen2.5-32b")
+        expect(page.locator('[name="gpus"]')).to_have_value("4")
+        expect(page.locator('[name="context"]')).to_have_value("8192")
+        comfortable = page.locator("#calc-options li").filter(has=page.locator(".comfortable")).first
+        expect(comfortable).to_contain_text("4 × RTX 3090")
+        link = comfortable.get_by_role("link", name=rent)
+        expect(link).to_have_attribute("href", "https://arrakis.example.org/rent?gpu=rtx-3090&count=4")
