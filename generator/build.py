@@ -444,7 +444,7 @@ def build(options: Options, now: datetime | None = None, report: Callable[[str],
     killed one).
     """
     started = time.perf_counter()
-    same = unchanged(options, now, report)
+    same = unchanged(options, now)
     if same is not None:
         return same
     read = read_inputs(options)  # before gathering: a file saved meanwhile makes the next build look again

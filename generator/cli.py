@@ -64,7 +64,7 @@ def build_command(
     from .fingerprint import unchanged
 
     options = options_from(catalogs, content, prices, strict, out, force=force, jobs=jobs or parallel_jobs())
-    result: BuildResult | None = unchanged(options, report=say)
+    result: BuildResult | None = unchanged(options)
     if result is None:
         from .build import build
 

@@ -16,13 +16,13 @@ import re
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .options import MAX_FILE_BYTES, BuildResult, Options
-from .write import OutputFolder
+from .write import already_built
 
 CODE = Path(__file__).resolve().parent  # this package's own code, part of the fingerprint
 SKIPPED = ("__pycache__",)
@@ -160,7 +160,7 @@ def _still_holds(facts: dict[str, object], now: datetime, strict: bool, warnings
     return True
 
 
-def unchanged(options: Options, now: datetime | None = None, report: Callable[[str], None] | None = None) -> BuildResult | None:
+def unchanged(options: Options, now: datetime | None = None) -> BuildResult | None:
     """The result of a build that finds its output folder already built from these inputs, and
     whose checks of the clock still hold; None when it has to build (or --force says so)."""
     if options.force:
@@ -168,8 +168,7 @@ def unchanged(options: Options, now: datetime | None = None, report: Callable[[s
     started = time.perf_counter()
     stamp, moment = fingerprint(options), now or datetime.now(UTC)
     warnings: list[str] = []
-    with OutputFolder(options.out, report) as folder:
-        summary = folder.up_to_date(stamp, lambda facts: _still_holds(facts, moment, options.strict, warnings))
+    summary = already_built(options.out, stamp, lambda facts: _still_holds(facts, moment, options.strict, warnings))
     if summary is None:
         return None
     return BuildResult(summary, time.perf_counter() - started, tuple(warnings), summary.pages)

@@ -1117,6 +1117,23 @@ def _read_regular(path: Path) -> bytes | None:
         return stream.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
+def already_built(out_dir: Path, fingerprint: str, accept: Callable[[dict[str, object]], bool] | None = None) -> WriteSummary | None:
+    """OutputFolder.up_to_date without taking the lock (it only reads, so a build writing meanwhile
+    is never stopped by it): None as well when a killed build left anything beside the folder,
+    which only a locked build recovers. A swap under way makes some file differ from the marker,
+    so a half-swapped folder is never taken for a built one."""
+    folder = OutputFolder(out_dir)
+    places = folder.places
+    journal = places.journal.name
+    try:
+        names = os.listdir(places.parent)
+    except OSError:
+        return None
+    if any(name.startswith(journal) or places.staging_pattern.fullmatch(name) for name in names):
+        return None
+    return folder.up_to_date(fingerprint, accept)
+
+
 def up_to_date(out_dir: Path, fingerprint: str) -> WriteSummary | None:
     """The summary of a rebuild that would change nothing, or None (see OutputFolder.up_to_date)."""
     with OutputFolder(out_dir) as folder:
