@@ -324,6 +324,7 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
         sizing=figures.sizing,
         calc=figures.calculator,
         method=figures.method,
+        tune=figures.finetune,
         fits=compute.fits,
         snapshot_time=snapshot_time,
         url=lambda relative: site.base_path + relative,

@@ -10,6 +10,7 @@ from .compute_calculator import CalculatorPage, calculator_data, calculator_page
 from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
 from .compute_methodology import Citations, MethodologyPage, citations, methodology_page
 from .compute_pages import GpuPage, ModelPage, PricesPage, gpu_page, model_page, prices_page
+from .compute_training import FinetuneGuide, ModelTuning, finetune_guide, model_tuning
 from .measured import Row, Summary, rows, summaries
 from .price_checks import Comparison, compare_prices
 from .records import Catalog
@@ -33,6 +34,8 @@ class SiteFigures:
     method: MethodologyPage | None = None  # the methodology page: both layers' constants, sources, measured checks
     citations: Citations = field(default_factory=lambda: Citations({}))  # per rules.yaml block: what its "Source:" line links
     price_checks: tuple[Comparison, ...] = ()  # other providers' dated prices against the snapshot's lowest
+    tuning: dict[str, ModelTuning | None] = field(default_factory=dict)  # each model page's "Fine-tune it" table
+    finetune: FinetuneGuide | None = None  # the guide "The best GPU to fine-tune" rules.yaml's training.run model
 
 
 def site_figures(catalog: Catalog) -> SiteFigures:
@@ -57,4 +60,7 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         price_checks=compare_prices(
             catalog.price_checks, catalog.gpus, catalog.snapshot, shop.markets, catalog.rules.price_check_max_age_days
         ),
+        tuning={m.id: model_tuning(catalog, m, shop.configurations) for m in catalog.models},
+        # Each GPU's dense BF16 TFLOPS by id: the run's time and cost appear once gpus.yaml states them.
+        finetune=finetune_guide(catalog, shop.configurations, {}),
     )

@@ -27,6 +27,7 @@ KINDS = {
     "calculator": Kind("calculator.html"),
     "prices": Kind("prices.html"),
     "methodology": Kind("methodology.html", prices=False),
+    "guide-finetune": Kind("guide-finetune.html"),
     "model": Kind("model.html", has_content=False, subjects="models"),
     "gpu": Kind("gpu.html", has_content=False, subjects="gpus"),
 }
