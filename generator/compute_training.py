@@ -161,6 +161,11 @@ class FinetuneGuide:
     methods: tuple[GuideMethod, ...]
 
     @property
+    def million_tokens(self) -> float:
+        """The run's size as the guide writes it: millions of tokens."""
+        return self.tokens / 1e6
+
+    @property
     def timed(self) -> bool:
         """Whether any configuration has a time and cost (its GPU's throughput is known)."""
         return any(option.hours is not None for m in self.methods for option in m.options)
