@@ -308,7 +308,21 @@ class Renderer:
 
 
 # What content templates may name: formats, strings, links and the figures computed for them.
-CONTENT_NAMES: tuple[str, ...] = ("f", "_", "ngettext", "link", "page", "rules", "snapshot", "guide", "vram", "sizing", "calc", "method", "tune")
+CONTENT_NAMES: tuple[str, ...] = (
+    "f",
+    "_",
+    "ngettext",
+    "link",
+    "page",
+    "rules",
+    "snapshot",
+    "guide",
+    "vram",
+    "sizing",
+    "calc",
+    "method",
+    "tune",
+)
 
 
 def _explain(error: Exception) -> str:

@@ -40,9 +40,29 @@ def test_model_page_rows_for_llama_3_1_8b():
         ("full", 1, 1, 16060522496, 112423657472, 8998879232, 137751494656, (1, "h200-sxm", 3.44), (4, "l40s", 1.76)),
         ("full", 8, 1, 16060522496, 112423657472, 71991033856, 200743649280, (1, "b300", 4.6), (1, "b300", 4.6)),
         ("lora", 1, 1, 16144408576, 251658240, 8998879232, 25663381504, (1, "l40s", 0.44), (2, "rtx-3090", 0.38)),
-        ("lora", 8, 1, 16144408576, 251658240, 71991033856, 88655536128, (1, "rtx-pro-6000-blackwell", 1.9), (1, "rtx-pro-6000-blackwell", 1.9)),
+        (
+            "lora",
+            8,
+            1,
+            16144408576,
+            251658240,
+            71991033856,
+            88655536128,
+            (1, "rtx-pro-6000-blackwell", 1.9),
+            (1, "rtx-pro-6000-blackwell", 1.9),
+        ),
         ("qlora", 1, 1, 5785827393, 251658240, 8998879232, 15304800321, (1, "rtx-3090", 0.19), (1, "rtx-3090", 0.19)),
-        ("qlora", 8, 1, 5785827393, 251658240, 71991033856, 78296954945, (1, "rtx-pro-6000-blackwell", 1.9), (1, "rtx-pro-6000-blackwell", 1.9)),
+        (
+            "qlora",
+            8,
+            1,
+            5785827393,
+            251658240,
+            71991033856,
+            78296954945,
+            (1, "rtx-pro-6000-blackwell", 1.9),
+            (1, "rtx-pro-6000-blackwell", 1.9),
+        ),
     ]
 
 
@@ -78,7 +98,13 @@ def test_the_guide_without_throughputs_prices_no_run():
         False,
     )
     cheapest = {
-        m.method: (len(m.options), m.options[0].held.configuration.count, m.options[0].held.configuration.gpu.id, m.options[0].held.configuration.price_per_hour, round(m.options[0].held.need.total_bytes_per_gpu))
+        m.method: (
+            len(m.options),
+            m.options[0].held.configuration.count,
+            m.options[0].held.configuration.gpu.id,
+            m.options[0].held.configuration.price_per_hour,
+            round(m.options[0].held.need.total_bytes_per_gpu),
+        )
         for m in guide.methods
     }
     assert cheapest == {
@@ -113,7 +139,10 @@ def test_model_page_shows_the_fine_tune_table(built_site):
         '<td data-need-gb="15.304800321024"><span class="need">15.3\xa0GB</span></td>\n'
         '<td><span class="config">1 × RTX 3090</span> <span class="price">$0.19 per hour</span></td></tr>'
     ) in html
-    assert '<span class="config">1 × H200</span> <span class="price">$3.44 per hour</span>; cheapest: <span class="config">4 × L40S, sharded with ZeRO-3</span>' in html
+    assert (
+        '<span class="config">1 × H200</span> <span class="price">$3.44 per hour</span>; cheapest: <span class="config">4 × L40S, sharded with ZeRO-3</span>'
+        in html
+    )
 
 
 def test_guide_names_the_cheapest_configuration_per_method(built_site):
@@ -125,7 +154,10 @@ def test_guide_names_the_cheapest_configuration_per_method(built_site):
     ):
         assert f"<li>{line}</li>" in html
     spanish = page(built_site, "es/guias/mejor-gpu-fine-tuning-llama-70b")
-    assert "<li>QLoRA: la configuración disponible más barata que lo admite es 2 × L40S, repartido con ZeRO-3, a 0,88\xa0US$ por hora, con 37,2\xa0GB por GPU.</li>" in spanish
+    assert (
+        "<li>QLoRA: la configuración disponible más barata que lo admite es 2 × L40S, repartido con ZeRO-3, a 0,88\xa0US$ por hora, con 37,2\xa0GB por GPU.</li>"
+        in spanish
+    )
 
 
 @pytest.mark.parametrize(
