@@ -21,8 +21,8 @@ XHTML = "{http://www.w3.org/1999/xhtml}"
 
 def test_every_page_exists_in_every_language(built_site):
     inputs = gather(fixture_options(), now=NOW)
-    per_language = 7 + len(inputs.catalog.models) + len(inputs.catalog.gpus)
-    assert per_language == 61
+    per_language = 8 + len(inputs.catalog.models) + len(inputs.catalog.gpus)
+    assert per_language == 62
     for lang in LANGUAGES:
         assert len(list((built_site / lang).rglob("index.html"))) == per_language
     for name in ("index.html", "404.html", "sitemap.xml", "robots.txt", "assets/style.css", "assets/favicon.svg"):
