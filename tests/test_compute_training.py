@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.build import load_catalog
+from gpumem.build import gather, load_catalog
 from gpumem.compute import Shop
 from gpumem.compute_training import finetune_guide, holding, model_tuning, run_hours
+from gpumem.errors import BuildError
 
+from .conftest import NOW, edit, line_of, options_for
 from .project import CATALOGS
 
 CATALOG = load_catalog(CATALOGS)
@@ -173,3 +175,22 @@ def test_guide_names_the_cheapest_configuration_per_method(built_site):
 def test_the_vram_guide_faq_links_the_fine_tuning_guide(built_site, vram, guide, words):
     assert f'<a href="{guide}">{words}</a>' in page(built_site, vram)
     assert (built_site / guide.strip("/") / "index.html").is_file()
+
+
+def test_a_broken_pages_or_run_block_is_reported_by_file_and_line(inputs, monkeypatch):
+    monkeypatch.chdir(inputs)
+    rules = inputs / "catalogs" / "rules.yaml"
+    edit(rules, "    micro_batches: [1, 8]\n", "    micro_batches: [1, 0]\n")
+    edit(rules, "    optimizer: adamw\n", "    optimizer: lion\n")
+    edit(rules, "    model: llama-3.1-70b\n    tokens:", "    model: llama-9-70b\n    tokens:")
+    edit(rules, "    mfu: 0.38\n", "    mfu: 38\n")
+    with pytest.raises(BuildError) as raised:
+        gather(options_for(inputs), now=NOW)
+    at = {text: line_of(rules, text) for text in ("micro_batches: [1, 0]", "optimizer: lion", "model: llama-9-70b", "mfu: 38")}
+    assert raised.value.lines == [
+        f"catalogs/rules.yaml:{at['micro_batches: [1, 0]']}: rules: training.pages.micro_batches: expected a positive integer, got 0",
+        f"catalogs/rules.yaml:{at['optimizer: lion']}: rules: training.pages.optimizer: "
+        "unknown optimizer 'lion' (expected adafactor, adamw, adamw_8bit, paged_adamw or sgd)",
+        f"catalogs/rules.yaml:{at['model: llama-9-70b']}: rules: training.run.model: unknown model 'llama-9-70b' (not in models.yaml)",
+        f"catalogs/rules.yaml:{at['mfu: 38']}: rules: training.run.mfu: expected a fraction between 0 and 1, got 38",
+    ]
