@@ -69,11 +69,16 @@ class TuningRow:
 
     @property
     def smallest(self) -> Held | None:
-        return min(self.held, key=lambda h: (h.configuration.count, h.configuration.price_per_hour, h.configuration.gpu.id), default=None)
+        return fewest_gpus(self.held)
 
     @property
     def cheapest(self) -> Held | None:
         return self.held[0] if self.held else None
+
+
+def fewest_gpus(held: Iterable[Held]) -> Held | None:
+    """The configuration with the fewest GPUs; among those, the cheapest."""
+    return min(held, key=lambda h: (h.configuration.count, h.configuration.price_per_hour, h.configuration.gpu.id), default=None)
 
 
 def tuning_row(model: Model, method: str, micro_batch: int, catalog: Catalog, configurations: Iterable[Configuration]) -> TuningRow:
@@ -89,7 +94,7 @@ def tuning_row(model: Model, method: str, micro_batch: int, catalog: Catalog, co
         held += [Held(c, need) for c in holding(need.total_bytes_per_gpu, at_count)]
     held.sort(key=lambda h: (h.configuration.price_per_hour, h.configuration.count, h.configuration.gpu.id))
     assert need is not None  # gpu_counts is never empty (validate.py)
-    smallest = TuningRow(method, micro_batch, tuple(held), need).smallest
+    smallest = fewest_gpus(held)
     return TuningRow(method, micro_batch, tuple(held), smallest.need if smallest else need)
 
 
