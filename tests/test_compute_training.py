@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.build import gather, load_catalog
+from gpumem.build import build, gather, load_catalog
 from gpumem.compute import Shop
 from gpumem.compute_training import finetune_guide, holding, model_tuning, run_hours
 from gpumem.errors import BuildError
 
 from .conftest import NOW, edit, line_of, options_for
-from .project import CATALOGS
+from .project import CATALOGS, fixture_options
 
 CATALOG = load_catalog(CATALOGS)
 SHOP = Shop(CATALOG)
@@ -194,3 +194,22 @@ def test_a_broken_pages_or_run_block_is_reported_by_file_and_line(inputs, monkey
         f"catalogs/rules.yaml:{at['model: llama-9-70b']}: rules: training.run.model: unknown model 'llama-9-70b' (not in models.yaml)",
         f"catalogs/rules.yaml:{at['mfu: 38']}: rules: training.run.mfu: expected a fraction between 0 and 1, got 38",
     ]
+
+
+def test_the_guide_shows_time_and_cost_once_a_throughput_is_known(tmp_path, monkeypatch):
+    """What the page shows after the GPU figures are wired in: the run's hours and cost beside each configuration that has them."""
+    import gpumem.figures
+
+    def with_l40s(catalog, configurations, dense_bf16_tflops):
+        return finetune_guide(catalog, configurations, {**dense_bf16_tflops, "l40s": 362.0})
+
+    monkeypatch.setattr(gpumem.figures, "finetune_guide", with_l40s)
+    build(fixture_options(out=tmp_path / "site"), now=NOW)
+    html = (tmp_path / "site/en/guides/best-gpu-fine-tune-llama-70b/index.html").read_text()
+    assert "Time and cost are shown for GPUs whose dense BF16 throughput the catalog states." in html
+    assert '<th scope="col">Time of the run</th><th scope="col">Cost of the run</th>' in html
+    assert (
+        '<tr><th scope="row">8 × L40S, sharded with ZeRO-3</th><td>$3.52</td><td>37.1\xa0GB</td>\n'
+        "<td>does not fit</td><td>10.7 h</td><td>$37.61</td></tr>"
+    ) in html
+    assert "<td>—</td><td>—</td></tr>" in html  # a GPU whose throughput is not known
