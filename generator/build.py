@@ -16,7 +16,7 @@ from typing import Any
 from . import compute
 from .errors import BuildError, Problems
 from .figures import site_figures
-from .fingerprint import clock_facts, fingerprint, stale_warning, unchanged
+from .fingerprint import clock_facts, fingerprint, page_keys, read_inputs, stale_warning, unchanged
 from .load import (
     SNAPSHOT_NAME,
     ContentPage,
@@ -33,15 +33,15 @@ from .load import (
 from .options import BuildResult, Options, template_cache
 from .options import parallel_jobs as parallel_jobs  # where tests and scripts have found them
 from .options import project_options as project_options
-from .pages import CONTENT_KEYS, KINDS, Page, plan_pages
+from .pages import CONTENT_KEYS, KINDS, ROUTE_KEYS, Page, plan_pages
 from .price_checks import read_price_checks
+from .read_gpus import read_gpus
 from .records import Catalog, Gpu, Model, Rules, Site
 from .render import Renderer
 from .validate import (
     Invalid,
     check_front_matter,
     in_the_future,
-    read_gpus,
     read_models,
     read_rules,
     read_site,
@@ -49,7 +49,7 @@ from .validate import (
     taken_at_time,
     time_text,
 )
-from .write import OutputFolder
+from .write import OutputFolder, earlier_pages
 
 ROOT_PAGES = ("index.html", "404.html")
 
@@ -246,7 +246,7 @@ def gather(options: Options, now: datetime | None = None) -> Inputs:
     catalog = read_catalog(options.catalogs, options.prices, problems, now)
     site_path = options.content / "site.yaml"
     site_data = read_yaml(site_path, _label(site_path), problems)
-    site = read_site(site_data, _label(site_path), problems, KINDS) if site_data is not None else None
+    site = read_site(site_data, _label(site_path), problems, ROUTE_KEYS) if site_data is not None else None
     content = _read_content(options.content, site, problems) if site else {}
     for language in site.languages if site else ():
         catalog_file = options.translations / language.code / "LC_MESSAGES" / "messages.po"
@@ -301,11 +301,18 @@ def subjects(catalog: Catalog) -> dict[str, list[str]]:
     return {"models": [m.id for m in catalog.models], "gpus": [g.id for g in catalog.gpus]}
 
 
-def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
+def content_label(page: Page) -> str:
+    """The input label (fingerprint.input_files) of the Markdown a page reads, or ""."""
+    return f"content/{page.lang}/{page.key}.md" if KINDS[page.key].has_content else ""
+
+
+def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = None) -> dict[str, bytes]:
     """Every output file, as bytes, computed in memory before anything is written.
 
-    With jobs > 1 the pages are shared among forked processes (the rendering is pure).
+    Pages in `kept` (the last build's bytes of pages whose inputs did not change) are not
+    rendered again. With jobs > 1 the pages are shared among forked processes (the rendering is pure).
     """
+    kept = kept or {}
     options, catalog, site = inputs.options, inputs.catalog, inputs.site
     figures = site_figures(catalog)
     pages = plan_pages(site, subjects(catalog))
@@ -330,6 +337,7 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
         url=lambda relative: site.base_path + relative,
         absolute=lambda relative: site.base_url + relative,
         link=lambda key, lang, subject="": site.base_path + links[(key, subject, lang)],
+        has_page=lambda key, lang: (key, "", lang) in links,
     )
 
     def render(page: Page) -> bytes:
@@ -339,13 +347,18 @@ def render_site(inputs: Inputs, jobs: int = 1) -> dict[str, bytes]:
         return renderer.render(page.template, context).encode()
 
     renderer.prepare(catalog.snapshot.currency)
-    files, problems = in_parallel(pages, render, jobs) if jobs > 1 else render_pages(pages, render)
+    due = tuple(page for page in pages if page.output not in kept)
+    rendered, problems = in_parallel(due, render, jobs) if jobs > 1 and len(due) > 1 else render_pages(due, render)
     if problems:
         raise BuildError(sorted(set(problems), key=problems.index))
+    files = {page.output: kept[page.output] if page.output in kept else rendered[page.output] for page in pages}
     first = site.languages[0].code
     root = {**common, **renderer.language_context(first, catalog.snapshot.currency), "pages": pages}
-    root["not_found"] = [(language, renderer.strings[language.code]["_"]("Page not found")) for language in site.languages]
+    root["translate"] = {language.code: renderer.strings[language.code]["_"] for language in site.languages}
     extra = {name: renderer.render(name, root).encode() for name in (*ROOT_PAGES, "sitemap.xml", "robots.txt")}
+    for language in site.languages:  # for hosts that serve the nearest 404.html: one in each language's folder
+        words = {**common, **renderer.language_context(language.code, catalog.snapshot.currency)}
+        extra[f"{language.code}/404.html"] = renderer.render("not-found.html", words).encode()
     extra.update({f"assets/{path.name}": path.read_bytes() for path in sorted(options.static.iterdir()) if path.is_file()})
     clash = sorted(set(extra) & set(files))
     if clash:  # check_outputs keeps pages apart; this keeps them off the site's own files
@@ -428,11 +441,12 @@ def build(options: Options, now: datetime | None = None, report: Callable[[str],
     same = unchanged(options, now, report)
     if same is not None:
         return same
-    stamp = fingerprint(options)  # before reading: a file saved meanwhile makes the next build look again
+    read = read_inputs(options)  # before gathering: a file saved meanwhile makes the next build look again
     inputs = gather(options, now)
-    files = render_site(inputs, options.jobs)
+    keys = page_keys(read, ((page.output, page.lang, content_label(page)) for page in plan_pages(inputs.site, subjects(inputs.catalog))))
+    files = render_site(inputs, options.jobs, {} if options.force else earlier_pages(options.out, keys))
     with OutputFolder(options.out, report) as folder:
-        summary = folder.write(files, stamp, input_facts(inputs))
+        summary = folder.write(files, fingerprint(options, read), {**input_facts(inputs), "pages": keys})
     return BuildResult(summary, time.perf_counter() - started, inputs.warnings, summary.pages)
 
 

@@ -64,8 +64,11 @@ def grouped_bars(
     series: Sequence[str],
     lines: Sequence[tuple[str, float]],
     label: Callable[[float], str],
+    colon: str = ":",
 ) -> Markup:
-    """Bars per group (one per series) on a log axis, with horizontal lines at card sizes."""
+    """Bars per group (one per series) on a log axis, with horizontal lines at card sizes.
+
+    `colon` is the page language's (French writes a narrow no-break space before it)."""
     values = [v for _, row in groups for v in row] + [v for _, v in lines]
     low, high = _bounds(values)
     scale = _log_scale(low, high, HEIGHT - BOTTOM, TOP)
@@ -79,7 +82,7 @@ def grouped_bars(
             body.append(
                 f'<rect class="s{position + 1}" x="{x0 + position * bar:.1f}" y="{y:.1f}" width="{bar - 2:.1f}" '
                 f'height="{HEIGHT - BOTTOM - y:.1f}">'
-                f"<title>{escape(name)} · {escape(series[position])}: {escape(label(value))}</title></rect>"
+                f"<title>{escape(name)} · {escape(series[position])}{colon} {escape(label(value))}</title></rect>"
             )
         body.append(f'<text class="tick" x="{x0 + slot * 0.4:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{escape(name)}</text>')
     body += _card_lines(scale, lines, low, high)
@@ -128,8 +131,8 @@ def lines_chart(
     return _svg(chart_id, title, body + legend, height=round(bottom))
 
 
-def stacked_bar(chart_id: str, title: str, parts: Sequence[tuple[str, float]], label: Callable[[float], str]) -> Markup:
-    """One horizontal bar split into its parts, each labelled with its value."""
+def stacked_bar(chart_id: str, title: str, parts: Sequence[tuple[str, float]], label: Callable[[float], str], colon: str = ":") -> Markup:
+    """One horizontal bar split into its parts, each labelled with its value (after the language's colon)."""
     total = sum(value for _, value in parts) or 1
     width = WIDTH - 20
     body, x = [], 10.0
@@ -137,9 +140,9 @@ def stacked_bar(chart_id: str, title: str, parts: Sequence[tuple[str, float]], l
         w = value / total * width
         body.append(
             f'<rect class="s{position + 1}" x="{x:.1f}" y="10" width="{w:.1f}" height="34">'
-            f"<title>{escape(name)}: {escape(label(value))}</title></rect>"
+            f"<title>{escape(name)}{colon} {escape(label(value))}</title></rect>"
         )
         x += w
     # Markup.format escapes the value and keeps a translated (already escaped) name as it is.
-    legend, bottom = _legend([Markup("{}: {}").format(name, label(value)) for name, value in parts], 70)
+    legend, bottom = _legend([Markup("{}{} {}").format(name, colon, label(value)) for name, value in parts], 70)
     return _svg(chart_id, title, body + legend, height=round(bottom))

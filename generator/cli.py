@@ -160,23 +160,50 @@ def prices_diff(old: Path, new: Path, catalogs: Path | None) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print bytes as JSON.")
 @click.option("--catalogs", type=PATH, help="Folder with models.yaml, gpus.yaml, rules.yaml and prices/.")
-def estimate_command(model_id: str | None, config: Path | None, mode: str, as_json: bool, catalogs: Path | None, **options: Any) -> None:
+@click.option("--speed", "with_speed", is_flag=True, help="Also print tokens/s and US$ per million tokens per configuration.")
+@click.option("--gpu", "gpu_id", help="With --speed: this GPU x --gpus only, on offer or not.")
+@click.option("--prompt", type=int, default=1000, show_default=True, help="With --speed: prompt tokens per request.")
+@click.option("--output", type=int, default=1000, show_default=True, help="With --speed: output tokens per request.")
+def estimate_command(
+    model_id: str | None,
+    config: Path | None,
+    mode: str,
+    as_json: bool,
+    catalogs: Path | None,
+    with_speed: bool,
+    gpu_id: str | None,
+    prompt: int,
+    output: int,
+    **options: Any,
+) -> None:
     """One workload's memory per GPU, and the cheapest configurations on offer that hold it."""
-    from . import estimate, estimate_training
+    from . import estimate, estimate_speed, estimate_training
 
     if (model_id is None) == (config is None):
         raise click.UsageError("give exactly one of --model ID or --config PATH")
+    if gpu_id is not None and not with_speed:
+        raise click.UsageError("--gpu picks the configuration --speed reports: give --speed too")
     fields = estimate_training.TRAINING_FLAGS
     training = estimate_training.TrainingRequest(mode, **{name: options.pop(name) for name in fields})
     request = estimate.Request(model=model_id, config=config, **options)
     folder = options_from(catalogs, None, None, False).catalogs
     if mode != "serve":
+        if with_speed:
+            raise click.UsageError(f"--speed estimates serving, not --mode {mode}: leave one out")
         result = estimate_training.estimate(folder, request, training)
         click.echo(estimate_training.as_json(result) if as_json else estimate_training.as_text(result))
         return
     estimate_training.check_flags(request, training)
     served = estimate.estimate(folder, estimate.Request(model=model_id, config=config, **estimate.serving_defaults(options)))
-    click.echo(estimate.as_json(served) if as_json else estimate.as_text(served))
+    if not with_speed:
+        click.echo(estimate.as_json(served) if as_json else estimate.as_text(served))
+        return
+    rows = estimate_speed.speed_rows(served, prompt, output, gpu_id)
+    if as_json:
+        click.echo(estimate_speed.with_speed_json(estimate.as_json(served), rows))
+    else:
+        load = estimate_speed.Load(served.requests, prompt, output)
+        click.echo(estimate.as_text(served) + "\n" + estimate_speed.speed_text(rows, load))
 
 
 @main.group("models")

@@ -68,7 +68,7 @@ def js_number(value: float) -> str:
 
 def custom_model(params_b: float, arch: Architecture, vision_params_b: float = 0.0) -> Model:
     """A model typed into the calculator (or pasted as a config.json): only its numbers count."""
-    return Model("custom", "custom", "custom", "", params_b, None, 0, arch, "", "", vision_params_b=vision_params_b)
+    return Model("custom", "custom", "custom", "", params_b, None, 0, arch, None, "", vision_params_b=vision_params_b)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ class Estimate:
     need: deployment.Deployment
     valid_gpu_counts: tuple[int, ...]
     fits: tuple[Fit, ...]
+    catalog: Catalog | None = None  # for `--speed`
 
 
 def serving_defaults(options: dict[str, Any]) -> dict[str, Any]:
@@ -118,7 +119,7 @@ def estimate(catalogs: Path, request: Request) -> Estimate:
     need = deployment.deployment(rules, model, fmt, kv, request.gpus, context, request.requests, large)
     configurations = offered_configurations(catalog.gpus, catalog.snapshot.offers, catalog.rules.gpu_counts)
     fits = deployment_fits(rules, model, fmt, kv, context, request.requests, configurations, catalog.rules.comfortable_requests)
-    return Estimate(model, weights, request.kv, context, request.requests, rules, need, counts, fits)
+    return Estimate(model, weights, request.kv, context, request.requests, rules, need, counts, fits, catalog)
 
 
 def _listed(items: tuple[Any, ...]) -> str:
@@ -227,9 +228,13 @@ def draft_entry(config_path: Path, model_id: str | None, name: str | None, sourc
         fields.append(("experts", experts))
     if model.vision_params_b:
         fields.append(("vision_params_b", round(model.vision_params_b, 6)))
-    fields += [("release", model.release), ("license", "TODO: the model card's licence"), ("source", model.source)]
+    fields += [("release", model.release), ("license", DRAFT_LICENSE), ("source", model.source)]
     lines = ["  - " + _yaml_field(*fields[0])] + ["    " + _yaml_field(key, value) for key, value in fields[1:]]
     return "\n".join(lines) + "\n"
+
+
+# A config.json says nothing of the licence: the draft names what to fill in (and fails validation until then).
+DRAFT_LICENSE = {"name": "TODO: the licence's name", "kind": "TODO: open-source or custom", "url": "TODO: the URL of its text"}
 
 
 def _yaml_field(key: str, value: Any) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from .compute import Shop
 from .compute_calculator import CalculatorPage, calculator_data, calculator_page
 from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
+from .compute_index import GpusIndex, ModelsIndex, gpus_index, models_index
 from .compute_methodology import Citations, MethodologyPage, citations, methodology_page
 from .compute_pages import GpuPage, ModelPage, PricesPage, gpu_page, model_page, prices_page
 from .compute_training import FinetuneGuide, ModelTuning, finetune_guide, model_tuning
@@ -29,6 +30,8 @@ class SiteFigures:
     models: dict[str, ModelPage]
     gpus: dict[str, GpuPage]
     calculator_json: str
+    models_index: ModelsIndex  # the index pages: every model and every GPU in one table
+    gpus_index: GpusIndex
     measured: tuple[Row, ...] = ()  # the deployment model against measured logs (methodology page)
     measured_summary: tuple[Summary, ...] = ()
     method: MethodologyPage | None = None  # the methodology page: both layers' constants, sources, measured checks
@@ -43,6 +46,7 @@ def site_figures(catalog: Catalog) -> SiteFigures:
     shop = Shop(catalog)
     deployment = catalog.rules.deployment
     checks = rows(list(catalog.measured_points), catalog.measured_configs, deployment) if deployment else ()
+    models = {m.id: model_page(catalog, shop, m) for m in catalog.models}
     return SiteFigures(
         shop=shop,
         main=main_guide(catalog, shop),
@@ -50,7 +54,7 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         sizing=sizing_guide(catalog, shop),
         calculator=calculator_page(catalog, shop),
         prices=prices_page(catalog, shop),
-        models={m.id: model_page(catalog, shop, m) for m in catalog.models},
+        models=models,
         gpus={g.id: gpu_page(catalog, shop, g) for g in catalog.gpus},
         calculator_json=json.dumps(calculator_data(catalog, shop), sort_keys=True, separators=(",", ":")),
         measured=checks,
@@ -60,7 +64,10 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         price_checks=compare_prices(
             catalog.price_checks, catalog.gpus, catalog.snapshot, shop.markets, catalog.rules.price_check_max_age_days
         ),
+        models_index=models_index(catalog, models),
+        gpus_index=gpus_index(catalog.gpus, shop.markets),
         tuning={m.id: model_tuning(catalog, m, shop.configurations) for m in catalog.models},
-        # Each GPU's dense BF16 TFLOPS by id: the run's time and cost appear once gpus.yaml states them.
-        finetune=finetune_guide(catalog, shop.configurations, {}),
+        finetune=finetune_guide(
+            catalog, shop.configurations, {g.id: g.dense_tflops["bf16"] for g in catalog.gpus if "bf16" in g.dense_tflops}
+        ),
     )

@@ -16,9 +16,10 @@ import re
 import stat
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from .options import MAX_FILE_BYTES, BuildResult, Options
 from .write import OutputFolder
@@ -63,14 +64,51 @@ def _version(name: str) -> str:
         return "absent"
 
 
-def fingerprint(options: Options) -> str:
+def read_inputs(options: Options) -> dict[str, bytes]:
+    """Every input file's bytes by its label (input_files)."""
+    return {label: _bounded_bytes(path) for label, path in input_files(options)}
+
+
+def _update(digest: Any, label: str, content: bytes) -> None:
+    digest.update(f"{label}\0{len(content)}\0".encode() + content)
+
+
+def fingerprint(options: Options, files: dict[str, bytes] | None = None) -> str:
     """A digest of everything the output can depend on but the clock (see the module docstring)."""
     digest = hashlib.sha256()
-    for label, path in input_files(options):
-        content = _bounded_bytes(path)
-        digest.update(f"{label}\0{len(content)}\0".encode() + content)
+    for label, content in (files if files is not None else read_inputs(options)).items():
+        _update(digest, label, content)
     digest.update("|".join(dependency_versions()).encode())
     return digest.hexdigest()
+
+
+def _own(label: str) -> bool:
+    """Inputs that only some pages read: a language's strings, a page's Markdown."""
+    return label.startswith("translations/") or (label.startswith("content/") and label.endswith(".md"))
+
+
+def page_keys(files: dict[str, bytes], pages: Iterable[tuple[str, str, str]]) -> dict[str, str]:
+    """For each page (its output, its language, its content file's label or ""), a digest of all
+    that its rendering reads: every input but other languages' strings and other pages' Markdown.
+    A page whose key is the one the last build recorded renders to the same bytes (build.py reuses
+    them), so editing one content file renders one page again."""
+    shared = hashlib.sha256()
+    for label, content in files.items():
+        if not _own(label):
+            _update(shared, label, content)
+    shared.update("|".join(dependency_versions()).encode())
+    strings: dict[str, bytes] = {}
+    keys = {}
+    for output, lang, content_label in pages:
+        if lang not in strings:
+            language = hashlib.sha256()
+            for label in sorted(label for label in files if label.startswith(f"translations/{lang}/")):
+                _update(language, label, files[label])
+            strings[lang] = language.digest()
+        digest = hashlib.sha256(shared.digest() + strings[lang])
+        _update(digest, output, files.get(content_label, b"\0none") if content_label else b"")
+        keys[output] = digest.hexdigest()
+    return keys
 
 
 def _bounded_bytes(path: Path) -> bytes:

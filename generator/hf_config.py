@@ -175,7 +175,7 @@ def _release(config: dict[str, Any]) -> str:
 
 
 def model_from_config(config: dict[str, Any], model_id: str, name: str, source: str) -> Model:
-    """A catalog Model drafted from a config.json (size label from the parameters, licence unknown)."""
+    """A catalog Model drafted from a config.json (size label from the parameters, no licence: a config.json has none)."""
     counted = count(config)
     billions = counted.params / 1e9
     return Model(
@@ -187,7 +187,7 @@ def model_from_config(config: dict[str, Any], model_id: str, name: str, source: 
         active_params_b=counted.active / 1e9 if counted.active else None,
         native_context=counted.context,
         arch=counted.arch,
-        license="unknown",
+        license=None,
         source=source,
         release=counted.release,
         vision_params_b=counted.vision / 1e9,

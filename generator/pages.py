@@ -11,12 +11,14 @@ from .records import Site
 @dataclass(frozen=True)
 class Kind:
     """A kind of page: its template, whether content/<lang>/<key>.md holds its words, its subjects,
-    and whether it shows prices (then it shows the snapshot's time too)."""
+    whether it shows prices (then it shows the snapshot's time too), and the kind whose route it
+    takes without a subject (an index of that kind's pages) when it has no route of its own."""
 
     template: str
     has_content: bool = True
     subjects: str = ""
     prices: bool = True
+    index_of: str = ""
 
 
 KINDS = {
@@ -28,10 +30,13 @@ KINDS = {
     "prices": Kind("prices.html"),
     "methodology": Kind("methodology.html", prices=False),
     "guide-finetune": Kind("guide-finetune.html"),
+    "models": Kind("models.html", has_content=False, index_of="model"),
+    "gpus": Kind("gpus.html", has_content=False, index_of="gpu"),
     "model": Kind("model.html", has_content=False, subjects="models"),
     "gpu": Kind("gpu.html", has_content=False, subjects="gpus"),
 }
 CONTENT_KEYS = tuple(key for key, kind in KINDS.items() if kind.has_content)
+ROUTE_KEYS = tuple(key for key, kind in KINDS.items() if not kind.index_of)  # the kinds content/site.yaml routes
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,7 @@ def plan_pages(site: Site, subjects: Mapping[str, Iterable[str]]) -> tuple[Page,
     pages = []
     codes = [language.code for language in site.languages]
     for key, kind in KINDS.items():
-        routes = site.routes[key]
+        routes = site.routes[kind.index_of or key]
         for subject in subjects.get(kind.subjects, ()) if kind.subjects else ("",):
             translations = tuple(Alternate(code, page_url(code, routes[code], subject)) for code in codes)
             default = Alternate("x-default", "" if key == "home" else translations[0].url)

@@ -49,6 +49,21 @@ class Architecture:
     experts: Experts | None = None
 
 
+# What a licence lets a reader do, in the words the pages translate: an open-source licence
+# (Apache 2.0, MIT: use, change and sell), or the developer's own terms (Llama, Gemma, Qwen,
+# DeepSeek: conditions on use and redistribution that a reader must read).
+LICENSE_KINDS = ("open-source", "custom")
+
+
+@dataclass(frozen=True)
+class License:
+    """A model's licence: its own name (shown as written), its kind (translated) and its text."""
+
+    name: str
+    kind: str  # one of LICENSE_KINDS
+    url: str
+
+
 @dataclass(frozen=True)
 class Model:
     """One catalog model."""
@@ -61,7 +76,7 @@ class Model:
     active_params_b: float | None
     native_context: int
     arch: Architecture
-    license: str
+    license: License | None  # None only in a draft from a config.json (`gpumem models add`)
     source: str
     notes: str = ""
     release: str = "bf16"  # the weight format of the official checkpoint
@@ -77,6 +92,25 @@ class Model:
 
 
 @dataclass(frozen=True)
+class FormFactor:
+    """How a GPU is built: a PCIe card (its generation and slots), an SXM or OAM module, or a superchip."""
+
+    kind: str  # pcie | sxm | oam | superchip
+    pcie_gen: int = 0  # the host link's PCIe generation, 0 where the vendor gives none (superchips)
+    slots: int = 0  # PCIe cards only
+
+
+@dataclass(frozen=True)
+class Link:
+    """The GPU-to-GPU link: its kind, generation and bandwidth per GPU in GB/s, both directions summed."""
+
+    kind: str  # nvlink | nvlink-bridge | infinity-fabric | pcie
+    generation: str
+    gb_s: float
+    gpus: int = 0  # how many GPUs a bridge joins; 0 for a switched fabric or PCIe
+
+
+@dataclass(frozen=True)
 class Gpu:
     """One catalog GPU."""
 
@@ -88,14 +122,18 @@ class Gpu:
     memory_gb: float
     memory_type: str
     bandwidth_tb_s: float
-    form_factor: str
-    interconnect: str
+    form_factor: FormFactor
+    link: Link
     fp8: bool
     year: int
     aliases: tuple[str, ...]
     source: str
     visible_bytes: float = 0.0  # total memory as CUDA or ROCm report it; 0 when no log was found
     visible_source: str = ""
+    # Dense tensor throughput per precision (bf16, fp8, fp4 in TFLOPS; int8 in TOPS), no sparsity.
+    dense_tflops: dict[str, float] = field(default_factory=dict)
+    throughput_source: str = ""
+    notes: str = ""  # never shown
 
     @property
     def runtime_bytes(self) -> float:
@@ -166,6 +204,7 @@ class Rules:
     calculator_defaults: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     deployment: DeploymentRules | None = None
+    speed: SpeedRules | None = None
     price_examples: tuple[str, ...] = ()  # GPUs whose lowest price the main guide quotes
     consumer_gpu: str = ""  # the card the main guide checks fine-tuning against
     price_check_max_age_days: int = 0  # a price check older than this (before the snapshot) is not compared
@@ -373,3 +412,31 @@ class TrainingRun:
     tokens: float
     flops_per_token_per_param: float  # forward and backward: 6 N per token (arXiv:2001.08361)
     mfu: float  # model FLOPs utilisation: the share of the GPU's dense BF16 throughput a run achieves
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Fractions of the datasheet peaks an engine reaches: memory bandwidth (GDDR and HBM cards apart),
+    and dense throughput in decode and in prefill; and the fixed time it spends per layer."""
+
+    bandwidth_gddr: float
+    bandwidth_hbm: float
+    compute: float
+    prefill: float
+    prefill_moe: float  # a mixture of experts' prefill: grouped expert GEMMs run below a dense GEMM
+    layer_overhead_s: float = 0.0  # fixed time per layer and forward pass: kernel launches and synchronisation
+
+    def bandwidth(self, memory_type: str) -> float:
+        """The fraction of a card's bandwidth reached, by its memory: HBM stacks or GDDR chips."""
+        return self.bandwidth_hbm if memory_type.upper().startswith("HBM") else self.bandwidth_gddr
+
+
+@dataclass(frozen=True)
+class SpeedRules:
+    """The speed engine's constants (rules.yaml, speed)."""
+
+    efficiency: dict[str, Efficiency]  # by runtime: vllm (batched serving engines) and llama.cpp
+    compute_precision: dict[str, tuple[str, ...]]  # weight format -> tensor rates tried in order, else bf16
+    pcie_gb_s: dict[int, float]  # PCIe generation -> x16 GB/s, both directions summed
+    activation_bytes: float  # bytes per hidden-state element in a tensor-parallel all-reduce
+    allreduce_latency_s: float  # fixed cost of one all-reduce

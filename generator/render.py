@@ -6,6 +6,7 @@ through gettext catalogs; never computes memory.
 
 from __future__ import annotations
 
+import copy
 import functools
 import gettext
 import io
@@ -64,6 +65,10 @@ class Formats:
 
     def __init__(self, lang: str, currency: str, gb_unit: str = "GB") -> None:
         self.lang, self.currency, self.gb_unit = lang, currency, gb_unit
+        # French sets a narrow no-break space before two-part punctuation (Lexique des règles
+        # typographiques en usage à l'Imprimerie nationale); Babel's locale data has no such rule.
+        space = "\u202f" if self.lang.split("-")[0] == "fr" else ""
+        self.colon, self.semicolon = space + ":", space + ";"
         self.locale = lang.replace("-", "_")  # Babel's form of a BCP 47 code: pt-BR -> pt_BR
         locale = Locale.parse(self.locale)
         self._separators = str.maketrans({",": get_group_symbol(locale=locale), ".": get_decimal_symbol(locale=locale)})
@@ -89,9 +94,14 @@ class Formats:
         """A context length in the short form axes use: '8k', '128k'."""
         return f"{self.number(value / 1024)}k" if value >= 1024 else self.number(value)
 
-    def money(self, value: float, currency: str = "") -> str:
-        """A price in the snapshot's currency, or in the one named (a price check is in US dollars)."""
-        return format_currency(_checked(value), currency or self.currency, locale=self.locale)
+    def money(self, value: float, digits: int | None = None, currency: str = "") -> str:
+        """A price in the snapshot's currency (or the one named: a price check is in US dollars), with
+        the currency's decimals or `digits` of them, in the language's currency pattern."""
+        if digits is None:
+            return format_currency(_checked(value), currency or self.currency, locale=self.locale)
+        pattern = copy.copy(Locale.parse(self.locale).currency_formats["standard"])
+        pattern.frac_prec = (digits, digits)
+        return pattern.apply(_checked(value), Locale.parse(self.locale), currency=currency or self.currency, currency_digits=False)
 
     def percent(self, value: float) -> str:
         return format_percent(_checked(value), locale=self.locale)

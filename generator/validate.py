@@ -12,11 +12,12 @@ from typing import Any
 from .errors import Problems
 from .load import ContentPage, LineDict
 from .records import (
+    LICENSE_KINDS,
     Architecture,
     Attention,
     Experts,
-    Gpu,
     Language,
+    License,
     Model,
     Offer,
     Rules,
@@ -322,7 +323,7 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
             family=entry.get("family", text),
             size_label=entry.get("size_label", text),
             native_context=entry.get("native_context", at_most(positive_int, 100_000_000)),
-            license=entry.get("license", text),
+            license=read_license(entry),
             source=entry.get("source", url),
             notes=entry.get("notes", prose, required=False, default=""),
             release=entry.get("release", release, required=False, default="bf16"),
@@ -340,6 +341,36 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
             arch = Architecture(layers, heads, kv_heads, attention=attention, **shape)
             models.append(Model(id=model_id, params_b=params, active_params_b=active, arch=arch, **fields))
     return tuple(models)
+
+
+LICENSE_FIELDS = ("name", "kind", "url")
+
+
+def license_name(value: Any) -> str:
+    """A licence's own name, shown on every page as written: no note in brackets beside it."""
+    name = text(value)
+    if re.search(r"[()\[\]]", name):
+        raise Invalid(f"expected the licence's name alone (a note about it belongs in the entry's notes), got {describe(value)}")
+    return name
+
+
+_EXPECTATIONS[license_name] = " (expected text)"
+
+
+def read_license(entry: Entry) -> License | None:
+    """A model's licence: {name, kind, url}; notes about it belong in the entry's notes."""
+    if "license" not in entry.data:
+        entry.report(entry.data.line, "license", "missing field (expected name, kind and url)")
+        return None
+    section = entry.section("license")
+    if section is None:
+        return None
+    section.check_keys(LICENSE_FIELDS)
+    name = section.get("name", license_name)
+    kind = section.get("kind", one_of(LICENSE_KINDS, "licence kind"))
+    link = section.get("url", url)
+    entry.failed = entry.failed or section.failed
+    return None if section.failed else License(name, kind, link)
 
 
 def read_experts(entry: Entry, layers: int | None, moe: bool) -> Experts | None:
@@ -390,46 +421,6 @@ def read_attention(entry: Entry, layers: int | None) -> Attention:
         section.report(section.data.line_of("sliding_layers"), "sliding_layers", f"{sliding} is more than layers ({layers})")
     entry.failed = entry.failed or section.failed
     return Attention(kind=kind, **{k: v or 0 for k, v in numbers.items()})
-
-
-GPU_FIELDS = (
-    "id name full_name vendor segment memory_gb memory_type visible_bytes visible_source bandwidth_tb_s form_factor interconnect fp8 year "
-    "aliases source"
-).split()
-
-
-def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
-    """gpus.yaml: one typed Gpu per entry; ids and aliases are unique across the file."""
-    gpus: list[Gpu] = []
-    seen: dict[Any, int] = {}
-    names: dict[Any, int] = {}
-    for item, ident in entries(data, "gpus", path, problems):
-        entry = Entry(problems, path, item, ident)
-        entry.check_keys(GPU_FIELDS)
-        gpu_id = entry.get("id", slug)
-        unique(entry, "id", gpu_id, seen)
-        aliases = entry.get("aliases", text_list, default=())
-        for alias in aliases or ():
-            unique(entry, "aliases", alias.lower(), names)
-        fields = dict(
-            name=entry.get("name", text),
-            full_name=entry.get("full_name", text),
-            vendor=entry.get("vendor", text),
-            segment=entry.get("segment", one_of(("consumer", "workstation", "datacenter"), "segment")),
-            memory_gb=entry.get("memory_gb", at_most(positive_number, 10_000)),
-            memory_type=entry.get("memory_type", text),
-            bandwidth_tb_s=entry.get("bandwidth_tb_s", at_most(positive_number, 1_000)),
-            form_factor=entry.get("form_factor", text),
-            interconnect=entry.get("interconnect", text),
-            fp8=entry.get("fp8", boolean),
-            year=entry.get("year", at_most(positive_int, 2_100)),
-            source=entry.get("source", url),
-            visible_bytes=entry.get("visible_bytes", at_most(positive_int, 10**14), required=False, default=0),
-            visible_source=entry.get("visible_source", citation, required="visible_bytes" in item, default=""),
-        )
-        if not entry.failed:
-            gpus.append(Gpu(id=gpu_id, aliases=aliases, **fields))
-    return tuple(gpus)
 
 
 def number_list(kind: Callable[[Any], Any]) -> Callable[[Any], tuple]:
@@ -492,7 +483,7 @@ LIMITS = ("max_params_b", "max_layers", "max_heads", "max_head_dim", "max_batch"
 EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", *LIMITS)}
 RULE_SECTIONS = (
     "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
-    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training references"
+    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training speed references"
 ).split()
 
 
@@ -502,6 +493,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         problems.add_raw(f"{path}:1: rules: expected a mapping of sections")
         return None
     from .read_deployment import read_deployment  # it reads with this module's Entry
+    from .read_speed import read_speed
     from .read_training import read_training
 
     top = Entry(problems, path, data, "rules")
@@ -532,8 +524,9 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         deployment=read_deployment(top, sources),
     )
     training = read_training(top, sources, values["deployment"].weight_formats if values["deployment"] else None, model_ids)
-    values["references"] = _references(top, sources)  # after every block, so every source is known
     known = values["deployment"].weight_formats if values["deployment"] else {}
+    values["speed"] = read_speed(top, sources, set(known)) if "speed" in data else None
+    values["references"] = _references(top, sources)  # after every block, so every source is known
     for name in values["model_formats"] or ():
         if known and name not in known:
             top.report(

@@ -488,8 +488,11 @@ def _discard(tree: Path, manifest: Manifest | None) -> bool:
         if mode & 0o700 != 0o700:  # a read-only folder of ours: make it ours to empty
             os.chmod(tree / folder, stat.S_IMODE(mode) | 0o700)
     for relative, entry in found.items():
-        if relative in ours and entry.kind != "dir":
+        if relative in ours and relative != MARKER and entry.kind != "dir":
             os.unlink(tree / relative)
+            _checkpoint("discarding")
+    if MARKER in found and found[MARKER].kind != "dir":  # last: a tree left by a build killed meanwhile keeps its marker
+        os.unlink(tree / MARKER)
     for folder in sorted(folders, key=lambda f: f.count("/"), reverse=True):
         if folder in found and found[folder].kind == "dir":
             with contextlib.suppress(OSError):
@@ -1079,6 +1082,39 @@ def _checked(files: dict[str, bytes] | list[tuple[str, bytes]], places: Places) 
     if problems:
         raise BuildError(problems)
     return targets
+
+
+def earlier_pages(out_dir: Path, keys: dict[str, str]) -> dict[str, bytes]:
+    """The files the last build wrote for pages whose key it recorded is this build's (see
+    fingerprint.page_keys), read and checked against the marker's digests; a file missing or
+    changed since is simply not among them, and is rendered again."""
+    root = Path(os.path.realpath(out_dir))
+    try:
+        manifest = _read_manifest(root, str(out_dir / MARKER))
+    except BuildError:
+        return {}
+    recorded = manifest.facts.get("pages") if manifest is not None else None
+    if manifest is None or not isinstance(recorded, dict):
+        return {}
+    kept = {}
+    for relative, key in keys.items():
+        digest = manifest.files.get(relative)
+        if digest is None or recorded.get(relative) != key or not _plain(relative):
+            continue
+        content = _read_regular(root / relative)
+        if content is not None and _digest(content) == digest:
+            kept[relative] = content
+    return kept
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """A regular file's bytes (a link or anything else: None)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC | BINARY)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as stream:
+        return stream.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
 def up_to_date(out_dir: Path, fingerprint: str) -> WriteSummary | None:

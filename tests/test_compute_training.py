@@ -155,6 +155,11 @@ def test_guide_names_the_cheapest_configuration_per_method(built_site):
         "QLoRA: the cheapest configuration on offer that holds it is 2 × L40S, sharded with ZeRO-3, at $0.88 per hour, 37.2\xa0GB per GPU.",
     ):
         assert f"<li>{line}</li>" in html
+    # gpus.yaml's dense BF16 rate of the L40S (362.05 TFLOPS): 1e8 tokens x 6 x 70.55e9 / (8 x 362.05e12 x 0.38) = 10.68 h
+    assert (
+        '<tr><th scope="row">8 × L40S, sharded with ZeRO-3</th><td>$3.52</td><td>37.1\xa0GB</td>\n'
+        "<td>does not fit</td><td>10.7 h</td><td>$37.61</td></tr>"
+    ) in html
     spanish = page(built_site, "es/guias/mejor-gpu-fine-tuning-llama-70b")
     assert (
         "<li>QLoRA: la configuración disponible más barata que lo admite es 2 × L40S, repartido con ZeRO-3, a 0,88\xa0US$ por hora, con 37,2\xa0GB por GPU.</li>"
@@ -201,7 +206,7 @@ def test_the_guide_shows_time_and_cost_once_a_throughput_is_known(tmp_path, monk
     import gpumem.figures
 
     def with_l40s(catalog, configurations, dense_bf16_tflops):
-        return finetune_guide(catalog, configurations, {**dense_bf16_tflops, "l40s": 362.0})
+        return finetune_guide(catalog, configurations, {"l40s": 362.0})
 
     monkeypatch.setattr(gpumem.figures, "finetune_guide", with_l40s)
     build(fixture_options(out=tmp_path / "site"), now=NOW)

@@ -107,6 +107,18 @@ def test_a_config_of_another_architecture_names_its_field(tmp_path):
     assert done.stderr.splitlines()[0].startswith(f"{tmp_path / 'config.json'}: model_type: 'bert' is not an architecture gpumem counts")
 
 
+def filled(draft: str) -> str:
+    """A drafted entry with its licence filled in, as its author would."""
+    assert (
+        '    license: {name: "TODO: the licence\'s name", kind: "TODO: open-source or custom", url: "TODO: the URL of its text"}' in draft
+    )
+    return (
+        draft.replace('"TODO: the licence\'s name"', '"Apache License 2.0"')
+        .replace('"TODO: open-source or custom"', "open-source")
+        .replace('"TODO: the URL of its text"', "https://www.apache.org/licenses/LICENSE-2.0")
+    )
+
+
 def test_models_add_drafts_an_entry_the_catalog_accepts(tmp_path):
     import shutil
 
@@ -123,6 +135,6 @@ def test_models_add_drafts_an_entry_the_catalog_accepts(tmp_path):
     assert "    experts: {count: 128, active: 8, intermediate: 768}" in done.stdout
     shutil.copytree(CATALOGS, tmp_path / "catalogs")
     models = tmp_path / "catalogs/models.yaml"
-    models.write_text(models.read_text().rstrip("\n") + "\n" + done.stdout.replace("TODO: the model card's licence", "Apache 2.0"))
+    models.write_text(models.read_text().rstrip("\n") + "\n" + filled(done.stdout))
     checked = gpumem("estimate", "--catalogs", str(tmp_path / "catalogs"), "--model", "qwen3-30b-a3b-copy", "--json")
     assert json.loads(checked.stdout)["weights_bytes"] == 61_064_245_248

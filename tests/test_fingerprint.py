@@ -30,11 +30,28 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def files_of(site: Path) -> dict[str, bytes]:
+    return {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()}
+
+
 def rebuild(project: Path, **options) -> dict[str, bytes]:
     """Build again (without --force unless asked) and return the site's files."""
     build(project_options(project, **options), now=NOW)
-    site = project / "site"
-    return {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()}
+    return files_of(project / "site")
+
+
+def rendered_pages(monkeypatch) -> list[str]:
+    """The outputs of the pages the next builds render (the language choice, 404 and sitemap always are)."""
+    seen: list[str] = []
+    render_pages = pipeline.render_pages
+
+    def spying(pages, render):  # noqa: ANN001, ANN202
+        pages = tuple(pages)
+        seen.extend(page.output for page in pages)
+        return render_pages(pages, render)
+
+    monkeypatch.setattr(pipeline, "render_pages", spying)
+    return seen
 
 
 @pytest.mark.parametrize(
@@ -69,9 +86,55 @@ def rebuild(project: Path, **options) -> dict[str, bytes]:
     ],
 )
 def test_each_kind_of_input_changes_the_site(project, path, old, new, page, expected):
+    """... and the pages a rebuild keeps or renders again are byte for byte those of a clean build."""
     assert expected not in (project / "site" / page).read_text()
     edit(project / path, old, new)
-    assert expected in rebuild(project)[page].decode()
+    site = rebuild(project)
+    assert expected in site[page].decode()
+    build(project_options(project, out=project / "clean", force=True), now=NOW)
+    assert site == files_of(project / "clean")
+
+
+@pytest.mark.parametrize(
+    "path, old, new, expected",
+    [
+        ("content/fr/prices.md", "\ntitle: ", "\ntitle: Les ", ["fr/prix/index.html"]),
+        ("content/de/home.md", "\ntitle: ", "\ntitle: Die ", ["de/index.html"]),
+        ("content/en/guide-vram.md", "\ndescription: ", "\ndescription: The ", ["en/guides/llm-vram/index.html"]),
+    ],
+)
+def test_editing_one_content_file_renders_only_its_page(project, monkeypatch, path, old, new, expected):
+    rendered = rendered_pages(monkeypatch)
+    edit(project / path, old, new)
+    result = build(project_options(project), now=NOW)
+    assert rendered == expected
+    assert result.summary.written == 1
+    build(project_options(project, out=project / "clean", force=True), now=NOW)
+    assert files_of(project / "site") == files_of(project / "clean")
+
+
+def test_a_translation_edit_renders_only_its_language(project, monkeypatch):
+    rendered = rendered_pages(monkeypatch)
+    edit(project / "translations/pt/LC_MESSAGES/messages.po", 'msgstr "Pular para o conteúdo"', 'msgstr "Ir para o conteúdo"')
+    build(project_options(project), now=NOW)
+    assert len(rendered) == 63 and all(output.startswith("pt/") for output in rendered)
+
+
+def test_a_price_renders_every_page_again(project, monkeypatch):
+    """Pages do not yet know which prices they show: a snapshot change renders them all."""
+    rendered = rendered_pages(monkeypatch)
+    edit(project / f"catalogs/prices/{SNAPSHOT}", "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 2.05,")
+    build(project_options(project), now=NOW)
+    assert len(rendered) == 315
+
+
+def test_a_page_changed_in_the_output_is_rendered_again(project, monkeypatch):
+    rendered = rendered_pages(monkeypatch)
+    page = project / "site/fr/prix/index.html"
+    page.write_text(page.read_text() + "<!-- edited -->")
+    edit(project / "content/en/home.md", "Three questions", "Three hard questions")
+    build(project_options(project), now=NOW)
+    assert sorted(rendered) == ["en/index.html", "fr/prix/index.html"]
 
 
 def test_a_file_moved_into_the_assets_is_published(project):
@@ -119,7 +182,7 @@ def test_the_no_change_check_loads_no_template_engine(project):
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     summary, modules = done.stdout.splitlines()
-    assert summary.startswith("312 pages; 0 files written, 317 unchanged, 0 removed in ") and modules == "[]"
+    assert summary.startswith("327 pages; 0 files written, 334 unchanged, 0 removed in ") and modules == "[]"
 
 
 def test_an_old_snapshot_warns_on_every_rebuild_and_strict_refuses_it(project):
@@ -160,5 +223,6 @@ def test_force_renders_although_nothing_changed(project, monkeypatch):
     monkeypatch.setattr(pipeline, "render_site", lambda *args, **kwargs: calls.append(1) or render_site(*args, **kwargs))
     quiet = build(project_options(project), now=NOW)
     assert (calls, quiet.summary.written) == ([], 0)
+    rendered = rendered_pages(monkeypatch)
     forced = build(project_options(project, force=True), now=NOW)
-    assert (calls, forced.summary.written, forced.summary.unchanged) == ([1], 0, 317)
+    assert (calls, forced.summary.written, forced.summary.unchanged, len(rendered)) == ([1], 0, 334, 320)

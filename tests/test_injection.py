@@ -46,7 +46,7 @@ def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     models, gpus = root / "catalogs/models.yaml", root / "catalogs/gpus.yaml"
     edit(models, 'name: "Llama 3.1 8B"', f"name: {yaml_string(HOSTILE['model name'])}")
     edit(models, "family: llama3", f"family: {yaml_string(HOSTILE['family'])}")
-    edit(models, 'license: "Llama 3.1 Community License"', f"license: {yaml_string(HOSTILE['licence'])}")
+    edit(models, 'license: {name: "Llama 3.1 Community License"', f"license: {{name: {yaml_string(HOSTILE['licence'])}")
     edit(models, 'notes: "GQA full attention;', f"notes: {yaml_string(HOSTILE['notes'])[:-1]} GQA full attention;")
     edit(gpus, 'name: "RTX 4090"', f"name: {yaml_string(HOSTILE['gpu name'])}")
     edit(gpus, 'full_name: "GeForce RTX 4090"', f"full_name: {yaml_string(HOSTILE['gpu full name'])}")

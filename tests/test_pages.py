@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpumem.pages import Alternate, plan_pages
+from gpumem.pages import ROUTE_KEYS, Alternate, plan_pages
 from gpumem.records import Language, Site
 
 SITE = Site(
@@ -29,7 +29,7 @@ SUBJECTS = {"models": ["llama-3.1-70b", "phi-4"], "gpus": ["h100-sxm"]}
 
 def test_every_kind_and_subject_in_every_language():
     pages = plan_pages(SITE, SUBJECTS)
-    assert len(pages) == 2 * (8 + 2 + 1)
+    assert len(pages) == 2 * (10 + 2 + 1)
     assert [p.url for p in pages if p.key == "model"] == [
         "es/modelos/llama-3.1-70b/",
         "en/models/llama-3.1-70b/",
@@ -43,10 +43,23 @@ def test_every_kind_and_subject_in_every_language():
         "prices.html",
         "methodology.html",
         "guide-finetune.html",
+        "models.html",
+        "gpus.html",
         "model.html",
         "gpu.html",
     }
-    assert [p.shows_prices for p in pages if p.lang == "en" and not p.subject] == [False, True, True, False, True, True, False, True]
+    assert [p.shows_prices for p in pages if p.lang == "en" and not p.subject] == [
+        False,
+        True,
+        True,
+        False,
+        True,
+        True,
+        False,
+        True,
+        True,
+        True,
+    ]
 
 
 def test_fixed_spanish_and_english_urls():
@@ -80,3 +93,27 @@ def test_alternates_are_reciprocal():
 def test_base_path_from_base_url():
     assert SITE.base_path == "/guides/"
     assert Site("https://example.org/", (), {}, 7).base_path == "/"
+
+
+def test_index_pages_take_the_route_of_their_kind_without_a_subject():
+    pages = {(p.key, p.lang): p for p in plan_pages(SITE, SUBJECTS)}
+    assert pages[("models", "es")].url == "es/modelos/"
+    assert pages[("models", "en")].output == "en/models/index.html"
+    assert pages[("gpus", "es")].url == "es/gpus/"
+    assert pages[("models", "en")].alternates == (
+        Alternate("es", "es/modelos/"),
+        Alternate("en", "en/models/"),
+        Alternate("x-default", "es/modelos/"),
+    )
+    assert ROUTE_KEYS == (
+        "home",
+        "guide-memory",
+        "guide-vram",
+        "guide-sizing",
+        "calculator",
+        "prices",
+        "methodology",
+        "guide-finetune",
+        "model",
+        "gpu",
+    )

@@ -183,9 +183,12 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
     assert unchanged == sorted(
         [
             "404.html",
+            *(f"{lang}/404.html" for lang in ("es", "en", "pt", "fr", "de")),
             "assets/calculator.js",
             "assets/favicon.svg",
             "assets/style.css",
+            "assets/tables.css",
+            "assets/tables.js",
             "index.html",
             "robots.txt",
             "sitemap.xml",
@@ -206,7 +209,7 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
             ]
         ]
     )
-    assert len(changed) == 300  # every page that shows a price, the fine-tuning guide included
+    assert len(changed) == 310  # every page that shows prices, the two index pages and the fine-tuning guide in each language among them
     prices_page = (site / "en/prices/index.html").read_text()
     assert "<li>Oct 31, 2026, 16:52 UTC</li>" in prices_page
     assert "$1.87" in prices_page

@@ -135,7 +135,7 @@ def test_unquoted_norway_is_caught(root):
 
 def test_every_problem_of_every_file_at_once(root):
     edit(root / MODELS, "    kv_heads: 8\n", "    kv_heads: eight\n")
-    edit(root / MODELS, '    license: "Llama 2 Community License"\n', "")
+    edit(root / MODELS, '    license: {name: "Llama 2 Community License", kind: custom, url: https://www.llama.com/llama2/license/}\n', "")
     edit(root / GPUS, "    memory_gb: 24\n", "    memory_gb: -24\n")
     edit(root / PRICES, "currency: USD", "currency: dollars")
     got = problems(root)
@@ -145,7 +145,7 @@ def test_every_problem_of_every_file_at_once(root):
         "catalogs/gpus.yaml",
         f"catalogs/prices/{SNAPSHOT}",
     ]
-    assert got[1].endswith("llama-2-7b: license: missing field (expected text)")
+    assert got[1].endswith("llama-2-7b: license: missing field (expected name, kind and url)")
     assert got[3].endswith("snapshot: currency: expected a three-letter currency code like USD, got 'dollars'")
 
 
@@ -232,3 +232,39 @@ def test_a_language_needs_its_interface_strings(root):
     assert problems(root) == [
         f"{REPO}/translations/it/LC_MESSAGES/messages.po: missing: every language needs its interface strings (see README, Editing content)"
     ]
+
+
+LLAMA_2_LICENSE = '{name: "Llama 2 Community License", kind: custom, url: https://www.llama.com/llama2/license/}'
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        (
+            '"Qwen License (license: other, name qwen)"',
+            ["license: expected a mapping of fields, got 'Qwen License (license: other, name qwen)'"],
+        ),
+        (
+            '{name: "Qwen License (license: other)", kind: custom, url: https://example.org/LICENSE}',
+            [
+                "license.name: expected the licence's name alone (a note about it belongs in the entry's notes), got 'Qwen License (license: other)'"
+            ],
+        ),
+        (
+            '{name: "Llama 2 Community License", kind: open-weights, url: https://www.llama.com/llama2/license/}',
+            ["license.kind: unknown licence kind 'open-weights' (expected custom or open-source)"],
+        ),
+        (
+            '{name: "Llama 2 Community License", kind: custom, url: www.llama.com, note: x}',
+            [
+                "license.note: unknown field (expected one of: name, kind, url)",
+                "license.url: expected a URL starting with https://, got 'www.llama.com'",
+            ],
+        ),
+        ("{kind: custom, url: https://www.llama.com/llama2/license/}", ["license.name: missing field (expected text)"]),
+    ],
+)
+def test_a_licence_is_a_name_a_kind_and_a_link(root, written, expected):
+    edit(root / MODELS, f"    license: {LLAMA_2_LICENSE}\n", f"    license: {written}\n")
+    line = line_of(root / MODELS, f"    license: {written}")
+    assert problems(root) == [f"catalogs/models.yaml:{line}: llama-2-7b: {message}" for message in expected]

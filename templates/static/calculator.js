@@ -532,7 +532,7 @@
         labels.push(label + " " + gb(value));
         bar.appendChild(segment(index, value, need.perGpu / 1e9));
       });
-      bar.setAttribute("aria-label", labels.join("; "));
+      bar.setAttribute("aria-label", labels.join(text.semicolon + " "));
       renderList(need.fits, function (c) {
         return fill(text.fitOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price) });
       }, { more: number.format(data.comfortableRequests), tokens: number.format(s.context) });
@@ -571,10 +571,10 @@
       PARTS.forEach(function (part, index) {
         if (!need[part]) return;
         var label = part === "optimizer" && mode !== "full" ? text.parts.adapters : text.parts[part];
-        list.appendChild(element("li", label + ": " + gb(need[part]), { "class": "part-" + index }));
+        list.appendChild(element("li", label + text.colon + " " + gb(need[part]), { "class": "part-" + index }));
         bar.appendChild(segment(index, need[part], need.total));
       });
-      bar.setAttribute("aria-label", Array.prototype.map.call(list.children, function (li) { return li.textContent; }).join("; "));
+      bar.setAttribute("aria-label", Array.prototype.map.call(list.children, function (li) { return li.textContent; }).join(text.semicolon + " "));
     }
 
     function price(c) {

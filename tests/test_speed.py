@@ -1,0 +1,99 @@
+"""The speed engine (generator/speed.py): exact numbers from the roofline's own terms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpumem.deployment import kv_cache_bytes_per_gpu, weights_bytes
+from gpumem.speed import Load, compute_precision, link_bytes_per_s, speed, touched_expert_fraction
+
+from . import test_validate
+from .conftest import edit, line_of
+from .measurements.speed_table import catalog
+from .test_validate import problems
+
+RULES = Path("catalogs/rules.yaml")
+root = test_validate.root  # the copied inputs as the working folder
+
+
+@pytest.fixture(scope="module")
+def found():
+    return catalog()
+
+
+def formats(found, weights: str, kv: str):
+    deployment = found.rules.deployment
+    return deployment.weight_formats[weights], deployment.kv_formats[kv]
+
+
+def test_one_request_reads_the_weights_and_its_cache_each_step(found):
+    """Llama 3.1 8B in BF16 on one H100 SXM, 1,000 tokens in and out: decode is bytes over 87 % of
+    3.35 TB/s plus 95 µs for each of its 32 layers; cost is the hourly price over the tokens of an hour."""
+    model, gpu, rules = found.model("llama-3.1-8b"), found.gpu("h100-sxm"), found.rules.speed
+    fmt, kv = formats(found, "bf16", "bf16")
+    result = speed(rules, model, fmt, kv, gpu, 1, Load(1, 1000, 1000), price_per_hour=2.07)
+    read = weights_bytes(model, fmt) + kv_cache_bytes_per_gpu(model.arch, kv, 1500, 1, 1)
+    assert read == 16_060_522_496 + 196_608_000
+    assert result.step.memory_s == pytest.approx(read / (3.35e12 * 0.87), rel=1e-12)
+    assert result.step.overhead_s == pytest.approx(32 * 95e-6, rel=1e-12)
+    assert result.decode_tokens_per_s_per_request == pytest.approx(116.036, abs=1e-3)
+    prefill = result.ttft_s - result.step.seconds
+    assert result.aggregate_tokens_per_s == pytest.approx(1000 / (prefill + 1000 * result.step.seconds), rel=1e-12)
+    assert result.usd_per_million_output_tokens == pytest.approx(2.07 / (result.aggregate_tokens_per_s * 3600) * 1e6, rel=1e-12)
+    assert round(result.usd_per_million_output_tokens, 4) == 4.9710
+    assert speed(rules, model, fmt, kv, gpu, 1, Load(1, 1000, 1000)).usd_per_million_output_tokens is None
+
+
+def test_a_batch_touches_more_experts_than_one_token(found):
+    """Mixtral picks 2 of 8 experts per token: one token reads a quarter of them, four tokens 1 - 0.75^4."""
+    arch = found.model("mixtral-8x7b").arch
+    assert touched_expert_fraction(arch, 1) == 0.25
+    assert touched_expert_fraction(arch, 4) == 0.68359375
+    assert touched_expert_fraction(found.model("llama-3.1-8b").arch, 4) == 1.0
+
+
+def test_a_bridge_joins_two_cards_and_pcie_takes_the_rest(found):
+    """RTX A6000: its NVLink bridge gives 112.5 GB/s both ways for two cards; four talk over PCIe 4.0."""
+    rules, gpu = found.rules.speed, found.gpu("rtx-a6000")
+    assert link_bytes_per_s(rules, gpu, 2) == 56.25e9
+    assert link_bytes_per_s(rules, gpu, 4) == 32e9
+    assert link_bytes_per_s(rules, found.gpu("h100-sxm"), 8) == 450e9
+
+
+def test_llama_cpp_gpus_take_turns_and_vllm_splits_each_layer(found):
+    """llama.cpp's layer split runs one GPU at a time: four cards decode as fast as one; vLLM's tensor
+    parallelism reads a quarter of the weights on each and pays the all-reduces."""
+    model, gpu, rules = found.model("llama-3.1-70b"), found.gpu("h100-sxm"), found.rules.speed
+    gguf, fp16 = formats(found, "q4_k_m", "bf16")
+    one = speed(rules, model, gguf, fp16, gpu, 1, Load(1, 0, 512)).decode_tokens_per_s_per_request
+    four = speed(rules, model, gguf, fp16, gpu, 4, Load(1, 0, 512)).decode_tokens_per_s_per_request
+    assert four == one
+    bf16, kv = formats(found, "bf16", "bf16")
+    split = speed(rules, model, bf16, kv, gpu, 4, Load(1, 0, 512))
+    whole = speed(rules, model, bf16, kv, gpu, 1, Load(1, 0, 512))
+    assert split.step.link_s > 0 and whole.step.link_s == 0
+    assert split.step.memory_s < whole.step.memory_s / 3
+
+
+def test_each_format_runs_at_the_fastest_tensor_rate_the_gpu_has(found):
+    rules = found.rules.speed
+    fp8, mxfp4, awq = (found.rules.deployment.weight_formats[name] for name in ("fp8", "mxfp4", "awq"))
+    assert compute_precision(rules, fp8, found.gpu("h100-sxm")) == "fp8"
+    assert compute_precision(rules, fp8, found.gpu("a100-80gb-sxm")) == "bf16"
+    assert compute_precision(rules, mxfp4, found.gpu("b200")) == "fp4"
+    assert compute_precision(rules, mxfp4, found.gpu("h100-sxm")) == "bf16"
+    assert compute_precision(rules, awq, found.gpu("b200")) == "bf16"
+
+
+def test_the_speed_block_is_checked_field_by_field(root):
+    edit(root / RULES, "    llama.cpp: {bandwidth_gddr: 0.95,", "    llamacpp: {bandwidth_gddr: 0.95,")
+    edit(root / RULES, "    mxfp4: [fp4]\n", "    mxfp4: [fp6]\n")
+    runtime, rates = line_of(root / RULES, "    llamacpp: {"), line_of(root / RULES, "mxfp4: [fp6]")
+    table = line_of(root / RULES, "    vllm: {bandwidth_gddr")  # a mapping reports at its first key
+    assert problems(root) == [
+        f"catalogs/rules.yaml:{table}: rules: speed.efficiency.llama.cpp: missing field",
+        f"catalogs/rules.yaml:{runtime}: rules: speed.efficiency.llamacpp: unknown field (did you mean 'llama.cpp'?)",
+        f"catalogs/rules.yaml:{rates}: rules: speed.compute_precision.mxfp4: expected a list of tensor rates (bf16, fp8, fp4, int8), got ['fp6']",
+    ]
