@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import compute
+from .compute_calculator import model_query
 from .errors import BuildError, Problems
 from .figures import site_figures
 from .fingerprint import clock_facts, fingerprint, page_keys, read_inputs, stale_warning, unchanged
@@ -33,7 +34,7 @@ from .load import (
 from .options import BuildResult, Options, template_cache
 from .options import parallel_jobs as parallel_jobs  # where tests and scripts have found them
 from .options import project_options as project_options
-from .pages import CONTENT_KEYS, KINDS, ROUTE_KEYS, Page, plan_pages
+from .pages import CONTENT_KEYS, KINDS, ROUTE_KEYS, Page, breadcrumbs, plan_pages
 from .price_checks import read_price_checks
 from .read_gpus import read_gpus
 from .records import Catalog, Gpu, Model, Rules, Site
@@ -319,6 +320,7 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
     languages = [language.code for language in site.languages]
     renderer = Renderer(options.templates, options.translations, languages, template_cache(options.project))
     links = {(page.key, page.subject, page.lang): page.url for page in pages}
+    planned = frozenset(links.values())
     common: dict[str, Any] = dict(
         site=site,
         catalog=catalog,
@@ -337,6 +339,10 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
         url=lambda relative: site.base_path + relative,
         absolute=lambda relative: site.base_url + relative,
         link=lambda key, lang, subject="": site.base_path + links[(key, subject, lang)],
+        marketplace=site.marketplace,
+        rent=site.marketplace.rent,
+        breadcrumbs=lambda page: breadcrumbs(site, page, planned),
+        calculator_query=lambda model, context, gpus: model_query(catalog, model, context, gpus),
         has_page=lambda key, lang: (key, "", lang) in links,
     )
 
@@ -354,6 +360,7 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
     files = {page.output: kept[page.output] if page.output in kept else rendered[page.output] for page in pages}
     first = site.languages[0].code
     root = {**common, **renderer.language_context(first, catalog.snapshot.currency), "pages": pages}
+    root["translations"] = [(language, renderer.strings[language.code]["_"]) for language in site.languages]
     root["translate"] = {language.code: renderer.strings[language.code]["_"] for language in site.languages}
     extra = {name: renderer.render(name, root).encode() for name in (*ROOT_PAGES, "sitemap.xml", "robots.txt")}
     for language in site.languages:  # for hosts that serve the nearest 404.html: one in each language's folder

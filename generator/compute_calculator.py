@@ -30,6 +30,8 @@ COUNTING = {
     "mixtralActive": 2,  # Mixtral's num_experts_per_tok default
 }
 RUNTIME_NAMES = {"vllm": "vLLM", "llama.cpp": "llama.cpp"}
+# With its script, the calculator lists this many configurations (the cheapest) and a button shows the rest.
+SHOWN_CONFIGURATIONS = 5
 RELEASE_METHODS = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq", "bitsandbytes": "nf4"}
 
 
@@ -110,7 +112,7 @@ class CalculatorState:
 
     @property
     def query(self) -> str:
-        return urllib.parse.urlencode(self.fields)
+        return calculator_query(self.fields)
 
     @property
     def total(self) -> float:
@@ -167,14 +169,32 @@ def model_fields(model: Model) -> dict[str, str]:
     }
 
 
+def calculator_query(fields: dict[str, str]) -> str:
+    """The URL query of a calculator state, as its script's fromQuery reads it (and toQuery writes it)."""
+    return urllib.parse.urlencode(fields)
+
+
+def state_fields(model: Model, mode: str, weights: str, kv: str, gpus: int, batch: int, context: int) -> dict[str, str]:
+    """Every field of the calculator's form for a preset, in the order of its script's FIELDS."""
+    fields = {"model": model.id, **model_fields(model), "mode": mode, "weights": weights, "kv": kv}
+    fields.update({"gpus": str(gpus), "batch": str(batch), "context": str(context)})
+    return fields
+
+
+def model_query(catalog: Catalog, model: Model, context: int, gpus: int) -> str:
+    """The calculator opened on a model page's workload: serving its release format, one request of
+    `context` tokens on `gpus` GPUs (the cheapest configuration the page names)."""
+    kv = catalog.rules.calculator_defaults["kv"]
+    return calculator_query(state_fields(model, "serve", model.release, kv, gpus, 1, context))
+
+
 def calculator_default(catalog: Catalog, shop: Shop) -> CalculatorState:
     """The opening state of rules.yaml, computed the way the calculator's script computes it."""
     d = catalog.rules.calculator_defaults
     model = catalog.model(d["model"])
     arch = model.arch
     gpus = default_gpus(catalog)
-    fields = {"model": model.id, **model_fields(model), "mode": d["mode"], "weights": d["weights"], "kv": d["kv"]}
-    fields.update({"gpus": str(gpus), "batch": str(d["batch"]), "context": str(d["context"])})
+    fields = state_fields(model, d["mode"], d["weights"], d["kv"], gpus, d["batch"], d["context"])
     if d["mode"] == "serve":
         found = serving(catalog, shop, model, d["weights"], d["kv"], gpus, d["context"], d["batch"])
         return CalculatorState(fields, memory.Breakdown(0.0), (), found.valid_counts, found)
@@ -236,13 +256,13 @@ def calculator_extra_gb(catalog: Catalog, arch: Architecture, mode: str, kv_prec
 def calculator_choices(
     catalog: Catalog, shop: Shop, arch: Architecture, mode: str, kv_precision: str, context: int, need_gb: float
 ) -> tuple[tuple[Configuration, bool], ...]:
-    """Every configuration on offer that holds the need, smallest first, each flagged tight or not."""
+    """Every configuration on offer that holds the need, cheapest first (as sizing.deployment_fits
+    ranks them), each flagged tight or not."""
     rules = catalog.rules
     extra = calculator_extra_gb(catalog, arch, mode, kv_precision, context)
     holding = [c for c in shop.configurations if c.memory_gb >= need_gb and (mode != "serve" or arch.heads % c.count == 0)]
-    return tuple(
-        (c, sizing.is_tight(need_gb, c.memory_gb, extra, rules.min_free_fraction)) for c in sorted(holding, key=Configuration.order)
-    )
+    cheapest_first = sorted(holding, key=lambda c: (c.price_per_hour, c.total_gpus, c.gpu.id))
+    return tuple((c, sizing.is_tight(need_gb, c.memory_gb, extra, rules.min_free_fraction)) for c in cheapest_first)
 
 
 def calculator_data(catalog: Catalog, shop: Shop) -> dict:
@@ -295,6 +315,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
         "gpuCounts": list(rules.gpu_counts),
         "minFreeFraction": rules.min_free_fraction,
         "comfortableRequests": rules.comfortable_requests,
+        "shownConfigurations": SHOWN_CONFIGURATIONS,
         "limits": {**rules.calculator_limits, **SERVING_LIMITS, "max_gpus": rules.max_gpus_per_machine},
         "defaults": {**rules.calculator_defaults, "gpus": default_gpus(catalog)},
         "currency": catalog.snapshot.currency,

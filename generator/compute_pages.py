@@ -124,6 +124,24 @@ class ModelPage:
     context: int = 0
     skipped_contexts: tuple[int, ...] = ()  # page contexts beyond the model's native context
 
+    @property
+    def recommended_fits(self) -> tuple[Fit, ...]:
+        """The configurations the deployment tables recommend (each format's cheapest, then the
+        release format's at each context), in the order the page shows them."""
+        found = [row.cheapest for row in self.formats] + [fit for row in self.deployed for fit in (row.fit_one, row.fit_many)]
+        return tuple(fit for fit in found if fit is not None)
+
+    @property
+    def recommended_gpus(self) -> tuple[Gpu, ...]:
+        """The GPUs of the recommended configurations, each once, in the page's order."""
+        return tuple({fit.configuration.gpu.id: fit.configuration.gpu for fit in self.recommended_fits}.values())
+
+    @property
+    def calculator_gpus(self) -> int:
+        """The GPU count the prefilled calculator opens with: the release format's cheapest configuration's."""
+        release = self.formats[0].cheapest if self.formats else None
+        return release.configuration.count if release else min(self.tp_counts or self.valid_counts or (1,))
+
 
 def model_page(catalog: Catalog, shop: Shop, model: Model) -> ModelPage:
     """Weights, serving, cache per context, fine-tuning and GPU choices for one model."""

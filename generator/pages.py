@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from .records import Site
@@ -89,3 +89,28 @@ def plan_pages(site: Site, subjects: Mapping[str, Iterable[str]]) -> tuple[Page,
             for alternate in translations:
                 pages.append(Page(key, alternate.lang, alternate.url, kind.template, (*translations, default), subject))
     return tuple(pages)
+
+
+@dataclass(frozen=True)
+class Crumb:
+    """One step of a page's breadcrumb: what it is ('home', a section such as 'models', or 'page')
+    and its URL below the site root."""
+
+    key: str
+    url: str
+
+
+def breadcrumbs(site: Site, page: Page, planned: Collection[str] = ()) -> tuple[Crumb, ...]:
+    """Home, then the section of a page about one subject (the index of its kind, at the kind's
+    route without a subject), then the page itself; the home page is its own one step.
+
+    A section whose index page is not among the `planned` URLs has no URL: it is named, not linked.
+    """
+    home = Crumb("home", page_url(page.lang, site.routes["home"][page.lang]))
+    if page.key == "home":
+        return (home,)
+    steps = [home]
+    if page.subject:
+        index = page_url(page.lang, site.routes[page.key][page.lang])
+        steps.append(Crumb(KINDS[page.key].subjects, index if index in planned else ""))
+    return (*steps, Crumb("page", page.url))

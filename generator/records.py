@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -282,14 +283,29 @@ class Language:
 
 
 @dataclass(frozen=True)
+class Marketplace:
+    """Who rents the GPUs (content/site.yaml, marketplace): its name, home page and the address
+    that rents a configuration, a template of {gpu} (the catalog's GPU id) and {count}."""
+
+    name: str
+    home_url: str
+    rent_url: str
+
+    def rent(self, gpu: str, count: int) -> str:
+        """The address that rents `count` × the GPU `gpu` (the id percent-encoded, though ids are slugs)."""
+        return self.rent_url.replace("{gpu}", urllib.parse.quote(gpu, safe="")).replace("{count}", str(int(count)))
+
+
+@dataclass(frozen=True)
 class Site:
-    """The site configuration (content/site.yaml): languages, base URL and routes."""
+    """The site configuration (content/site.yaml): languages, base URL, routes and the marketplace."""
 
     base_url: str
     languages: tuple[Language, ...]
     routes: dict[str, dict[str, str]]
     stale_after_days: float
     route_lines: dict[tuple[str, str], int] = field(default_factory=dict)  # (page key, language) -> line
+    marketplace: Marketplace = Marketplace("", "", "")  # read_site always sets it; tests of routes alone need none
 
     @property
     def base_path(self) -> str:

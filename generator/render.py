@@ -195,6 +195,17 @@ def faq_json(faq: Iterable[tuple[Markup, Markup]]) -> Markup:
     return script_json({"@context": "https://schema.org", "@type": "FAQPage", "mainEntity": entities})
 
 
+def breadcrumb_json(steps: Iterable[tuple[str, str]]) -> Markup:
+    """JSON-LD BreadcrumbList of (name, absolute URL) steps, first to last (names as plain text, their
+    spaces kept: French puts a narrow no-break one before '?'; a step without a URL, a section whose
+    index page does not exist, has no item)."""
+    items = [
+        {"@type": "ListItem", "position": position, "name": escape(name).unescape(), **({"item": address} if address else {})}
+        for position, (name, address) in enumerate(steps, start=1)
+    ]
+    return script_json({"@context": "https://schema.org", "@type": "BreadcrumbList", "itemListElement": items})
+
+
 @dataclass(frozen=True)
 class Content:
     """A content page rendered: title, description, body HTML and FAQ items."""
@@ -222,6 +233,7 @@ class Renderer:
         )
         self.env.filters["compact"] = lambda html: Markup(BLANK_LINES.sub("\n", str(html)).strip())
         self.env.globals["faq_json"] = faq_json
+        self.env.globals["breadcrumb_json"] = breadcrumb_json
         self.env.globals["charts"] = charts
         self.env.filters["text_json"] = text_json
         self.env.filters["script_json"] = script_json
@@ -331,6 +343,7 @@ CONTENT_NAMES: tuple[str, ...] = (
     "sizing",
     "calc",
     "method",
+    "marketplace",
     "tune",
 )
 

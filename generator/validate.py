@@ -18,6 +18,7 @@ from .records import (
     Experts,
     Language,
     License,
+    Marketplace,
     Model,
     Offer,
     Rules,
@@ -917,7 +918,34 @@ def _currency(value: Any) -> str:
     return value
 
 
-SITE_FIELDS = ("base_url", "languages", "stale_after_days", "routes")
+SITE_FIELDS = ("base_url", "languages", "stale_after_days", "routes", "marketplace")
+RENT_PLACEHOLDERS = ("{gpu}", "{count}")
+
+
+def rent_template(value: Any) -> str:
+    """The address that rents a configuration: an http(s) URL holding {gpu} and {count}, and no other placeholder."""
+    address = url(value)
+    for found in re.findall(r"\{[^{}]*\}|[{}]", address):
+        if found not in RENT_PLACEHOLDERS:
+            raise Invalid(f"unknown placeholder {found!r} in {describe(address)} (expected only {{gpu}} and {{count}})")
+    missing = [name for name in RENT_PLACEHOLDERS if name not in address]
+    if missing:
+        raise Invalid(f"expected a URL with {' and '.join(missing)} where the GPU and the count go, got {describe(address)}")
+    return address
+
+
+rent_template.expectation = " (expected a URL with {gpu} and {count})"  # type: ignore[attr-defined]
+
+
+def read_marketplace(top: Entry) -> Marketplace | None:
+    """site.yaml's marketplace: name, home_url and rent_url (a template of {gpu} and {count})."""
+    entry = top.section("marketplace")
+    if entry is None:
+        return None
+    entry.check_keys(("name", "home_url", "rent_url"))
+    found = Marketplace(entry.get("name", text), entry.get("home_url", url), entry.get("rent_url", rent_template))
+    top.failed = top.failed or entry.failed
+    return None if entry.failed else found
 
 
 def read_site(data: Any, path: str, problems: Problems, page_keys: Iterable[str]) -> Site | None:
@@ -931,6 +959,7 @@ def read_site(data: Any, path: str, problems: Problems, page_keys: Iterable[str]
     if base_url and not base_url.endswith("/"):
         top.report(data.line_of("base_url"), "base_url", f"expected a URL ending with '/', got {describe(base_url)}")
     stale = top.get("stale_after_days", positive_number, required=False, default=7.0)
+    marketplace = read_marketplace(top)
     languages: list[Language] = []
     for item in data.get("languages") or []:
         if not isinstance(item, LineDict):
@@ -966,9 +995,9 @@ def read_site(data: Any, path: str, problems: Problems, page_keys: Iterable[str]
                     route.report(route.data.line_of(code), code, f"path {describe(value)} is also the path of routes.{other}.{code}")
             routes_entry.failed = routes_entry.failed or route.failed
         top.failed = top.failed or routes_entry.failed
-    if top.failed:
+    if top.failed or marketplace is None:
         return None
-    return Site(base_url, tuple(languages), routes, stale, route_lines)
+    return Site(base_url, tuple(languages), routes, stale, route_lines, marketplace)
 
 
 def locale_code(value: Any) -> str:

@@ -21,3 +21,27 @@ def test_language_switcher_lands_on_the_same_guide(page: Page, site_url: str):
     page.get_by_role("navigation", name="Idioma").get_by_role("link", name="English").click()
     expect(page).to_have_url(f"{site_url}/en/guides/gpu-memory/")
     expect(page.get_by_role("heading", level=1)).to_have_text("How much GPU memory does your model need?")
+
+
+def test_a_reader_goes_from_the_home_page_to_renting_a_configuration(page: Page, site_url: str):
+    """Home -> the models index -> Qwen2.5 32B's page -> the calculator prefilled for it -> the cheapest
+    comfortable configuration -> its rent link, in Spanish and in English."""
+    for lang, sections, models, index, opener, rent in (
+        ("es", "Secciones", "Modelos", "/es/modelos/", "Abrir la calculadora con Qwen2.5 32B (Instruct)", "Alquilar en Arrakis"),
+        ("en", "Sections", "Models", "/en/models/", "Open the calculator with Qwen2.5 32B (Instruct)", "Rent on Arrakis"),
+    ):
+        page.goto(f"{site_url}/{lang}/")
+        page.get_by_role("navigation", name=sections).get_by_role("link", name=models, exact=True).click()
+        expect(page).to_have_url(f"{site_url}{index}")
+        page.get_by_role("table").get_by_role("link", name="Qwen2.5 32B (Instruct)", exact=True).click()
+        expect(page).to_have_url(f"{site_url}{index}qwen2.5-32b/")
+        crumbs = page.get_by_role("navigation", name="Ruta de navegación" if lang == "es" else "Breadcrumb")
+        expect(crumbs.get_by_role("link", name="Arrakis")).to_have_attribute("href", "https://arrakis.example.org/")
+        page.get_by_role("link", name=opener).click()
+        expect(page.locator('[name="model"]')).to_have_value("qwen2.5-32b")
+        expect(page.locator('[name="gpus"]')).to_have_value("4")
+        expect(page.locator('[name="context"]')).to_have_value("8192")
+        comfortable = page.locator("#calc-options li").filter(has=page.locator(".comfortable")).first
+        expect(comfortable).to_contain_text("4 × RTX 3090")
+        link = comfortable.get_by_role("link", name=rent)
+        expect(link).to_have_attribute("href", "https://arrakis.example.org/rent?gpu=rtx-3090&count=4")

@@ -121,14 +121,17 @@ def test_known_cells_read_as_a_person_sees_them(built_site):
     es = cells(built_site / "es/guias/memoria-gpu/index.html")
     en = cells(built_site / "en/guides/gpu-memory/index.html")
     # 70B at 4 bits: 42 GB on one 48 GB card, the L40S the cheapest of three.
-    assert es["servir"][11]["text"] == "42 GB 1 × L40S, RTX A6000 o RTX 6000 Ada L40S desde 0,44 US$ por GPU-hora justo"
-    assert en["serving"][11]["text"] == "42 GB 1 × L40S, RTX A6000, or RTX 6000 Ada L40S from $0.44 per GPU-hour tight"
+    assert es["servir"][11]["text"] == "42 GB 1 × L40S, RTX A6000 o RTX 6000 Ada L40S desde 0,44 US$ por GPU-hora justo Alquilar en Arrakis"
+    assert en["serving"][11]["text"] == "42 GB 1 × L40S, RTX A6000, or RTX 6000 Ada L40S from $0.44 per GPU-hour tight Rent on Arrakis"
     # 70B at 16 bits: 168 GB on one B200.
-    assert en["serving"][9]["text"] == "168 GB 1 × B200 from $6.33 per GPU-hour"
+    assert en["serving"][9]["text"] == "168 GB 1 × B200 from $6.33 per GPU-hour Rent on Arrakis"
     # 405B at 16 bits: 972 GB on four B300, priced per hour for the set.
-    assert es["servir"][12]["text"] == "972 GB 4 × B300 desde 18,40 US$ por hora el conjunto (4,60 US$ por GPU-hora)"
+    assert es["servir"][12]["text"] == "972 GB 4 × B300 desde 18,40 US$ por hora el conjunto (4,60 US$ por GPU-hora) Alquilar en Arrakis"
     # Full fine-tuning of a 70B: 1,120 GB on 8 x H200 (1,128 GB).
-    assert es["ajuste"][11]["text"] == "1.120 GB 8 × H200 desde 27,52 US$ por hora el conjunto (3,44 US$ por GPU-hora) justo"
+    assert (
+        es["ajuste"][11]["text"]
+        == "1.120 GB 8 × H200 desde 27,52 US$ por hora el conjunto (3,44 US$ por GPU-hora) justo Alquilar en Arrakis"
+    )
     # Full fine-tuning of a 405B: 6,480 GB, more than one 8-GPU machine.
     # 405B full fine-tuning fills three 8 × B300 machines to exactly 100 %: that does not fit (issue 10).
     assert en["fine-tuning"][14]["text"] == "6,480 GB 4 machines of 8 × B300, more than the 3 on offer"
@@ -136,11 +139,11 @@ def test_known_cells_read_as_a_person_sees_them(built_site):
 
 def test_snapshot_line_language_switcher_and_hreflang(built_site):
     html = (built_site / "es/guias/memoria-gpu/index.html").read_text()
-    assert "Precios de la instantánea del marketplace del 31 oct 2026, 16:52 UTC: 619 GPU en 188 máquinas." in html
+    assert "Precios de la instantánea de Arrakis del 31 oct 2026, 16:52 UTC: 619 GPU en 188 máquinas." in html
     assert '<a href="/en/guides/gpu-memory/" lang="en" hreflang="en">English</a>' in html
     assert '<link rel="alternate" hreflang="x-default" href="https://gpumem.example.org/es/guias/memoria-gpu/">' in html
     english = (built_site / "en/guides/gpu-memory/index.html").read_text()
-    assert "Prices from the marketplace snapshot of Oct 31, 2026, 16:52 UTC: 619 GPUs on 188 machines." in english
+    assert "Prices from the Arrakis snapshot of Oct 31, 2026, 16:52 UTC: 619 GPUs on 188 machines." in english
     assert '<link rel="alternate" hreflang="es" href="https://gpumem.example.org/es/guias/memoria-gpu/">' in english
     assert '<a href="/es/guias/memoria-gpu/" lang="es" hreflang="es">Español</a>' in english
 

@@ -531,10 +531,13 @@ def test_keyboard_alone_drives_the_calculator(calculator: Page):
     last = CATALOG.models[-1]
     expect(calculator.locator('[name="model"]')).to_have_value(last.id)
     order = []
-    expected = [*ARCH_FIELDS, "config", "mode", "weights", "kv", "gpus", "batch", "context", "calc-link"]
+    fits = len(python_serving(raw_state(last.id, "serve", last.release, "bf16", 1, 8192)).fits)
+    # After the fields: the rent link of each configuration shown (five at most), the show-all button, the link.
+    listed = ["rent"] * min(fits, 5) + (["calc-more"] if fits > 5 else [])
+    expected = [*ARCH_FIELDS, "config", "mode", "weights", "kv", "gpus", "batch", "context", *listed, "calc-link"]
     for _ in expected:
         calculator.keyboard.press("Tab")
-        order.append(calculator.evaluate("document.activeElement.name || document.activeElement.id"))
+        order.append(calculator.evaluate("document.activeElement.name || document.activeElement.id || document.activeElement.className"))
     assert order == expected
     calculator.locator('[name="batch"]').focus()
     calculator.keyboard.press("Control+a")
@@ -627,3 +630,61 @@ def test_the_page_opens_with_the_same_result_the_script_computes(page: Page, sit
     assert page.locator("#calc-options li").count() == max(1, len(python_serving(raw).fits))
     for name in ("weights-gb", "kv-gb", "runtime-gb", "per-gpu-gb", "total-gb"):
         assert page.locator(f'[data-result="{name}"]').get_attribute("data-value")
+
+
+def test_the_five_cheapest_configurations_then_show_all(calculator: Page, site_url: str):
+    """Qwen2.5 32B at 32k tokens for 8 users: cheapest first, five shown, each with its rent link, the rest a click away."""
+    calculator.goto(f"{site_url}/en/calculator/?model=qwen2.5-32b&weights=bf16&kv=bf16&gpus=4&batch=8&context=32768")
+    fits = python_serving(raw_state("qwen2.5-32b", "serve", "bf16", "bf16", 8, 32768, None, 4)).fits
+    assert len(fits) > 5
+    prices = [fit.configuration.price_per_hour for fit in fits]
+    assert prices == sorted(prices)
+    items = calculator.locator("#calc-options li")
+    expect(items).to_have_count(len(fits))
+    expect(calculator.locator("#calc-options li:visible")).to_have_count(5)
+    first = fits[0].configuration
+    expect(items.first).to_contain_text(f"{first.count} × {first.gpu.name}, ${first.price_per_hour:.2f} per hour")
+    rent = items.first.get_by_role("link", name="Rent on Arrakis")
+    expect(rent).to_have_attribute("href", f"https://arrakis.example.org/rent?gpu={first.gpu.id}&count={first.count}")
+    more = calculator.get_by_role("button", name=f"Show all {len(fits)} configurations")
+    more.click()
+    expect(calculator.locator("#calc-options li:visible")).to_have_count(len(fits))
+    expect(more).to_be_hidden()
+    last = fits[-1].configuration
+    expect(items.last.get_by_role("link", name="Rent on Arrakis")).to_have_attribute(
+        "href", f"https://arrakis.example.org/rent?gpu={last.gpu.id}&count={last.count}"
+    )
+    fill(calculator, "context", "32769")  # a new result is shortened again
+    expect(calculator.locator("#calc-options li:visible")).to_have_count(5)
+    expect(calculator.get_by_role("button", name=re.compile(r"^Show all \d+ configurations$"))).to_be_visible()
+
+
+def test_without_javascript_every_configuration_is_listed(browser, site_url: str):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(site_url + URLS["fr"])
+    default = RULES.calculator_defaults
+    raw = raw_state(default["model"], default["mode"], default["weights"], default["kv"], default["batch"], default["context"])
+    fits = python_serving(raw).fits
+    expect(page.locator("#calc-options li:visible")).to_have_count(len(fits))
+    expect(page.locator("#calc-more")).to_be_hidden()
+    cheapest = fits[0].configuration
+    expect(page.locator("#calc-options li").first.get_by_role("link", name="Louer sur Arrakis")).to_have_attribute(
+        "href", f"https://arrakis.example.org/rent?gpu={cheapest.gpu.id}&count={cheapest.count}"
+    )
+    context.close()
+
+
+def test_fine_tuning_configurations_go_cheapest_first_with_their_rule(calculator: Page, site_url: str):
+    calculator.goto(f"{site_url}/en/calculator/?model=llama-3.1-70b&mode=qlora&batch=1&context=8192")
+    arch = CATALOG.model("llama-3.1-70b").arch
+    need = memory.memory_need(RULES, arch, CATALOG.model("llama-3.1-70b").params_b, "qlora", "bf16", "bf16", 8192, 1)
+    found = compute_calculator.calculator_choices(CATALOG, SHOP, arch, "qlora", "bf16", 8192, need.total)
+    prices = [c.price_per_hour for c, _ in found]
+    assert prices == sorted(prices) and len(found) > 5
+    first, tight = found[0]
+    assert RULES.min_free_fraction == 0.05
+    rule = "(leaves less than 5% of its memory free)" if tight else "(leaves at least 5% of its memory free)"
+    expect(calculator.locator("#calc-options li").first).to_contain_text(f"{first.count} × {first.gpu.name}")
+    expect(calculator.locator("#calc-options li").first).to_contain_text(rule)
+    expect(calculator.locator("#calc-options li:visible")).to_have_count(5)

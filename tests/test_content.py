@@ -175,7 +175,7 @@ def test_a_snapshot_without_the_example_gpus_names_the_nearest_on_offer(inputs):
 def test_a_snapshot_of_one_small_gpu_builds_and_says_what_it_lacks(inputs):
     pages = build_with_snapshot(inputs, HEAD + offer("only", "rtx-3090", 1, 0.22))
     guide = pages["en/guides/gpu-memory/index.html"]
-    assert "the marketplace offered 1 GPU on 1 machine." in guide
+    assert "Arrakis offered 1 GPU on 1 machine." in guide
     assert "No H100 was on offer; the nearest GPU that was, the RTX 3090 (24\xa0GB), started at $0.22 per GPU-hour." in guide
     assert "<li>16-bit (FP16/BF16), 168\xa0GB: no configuration on offer holds it.</li>" in guide
     assert "<li>Full fine-tuning needs 128\xa0GB: it does not fit, and no configuration on offer holds it.</li>" in guide

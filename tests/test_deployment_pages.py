@@ -22,14 +22,14 @@ def test_a_model_page_leads_with_its_release_format_and_the_cheapest_fit(built_s
     words = text(built_site, "en/models/gpt-oss-120b", 'id="deployment"', 'id="deployed-table"')
     assert "gpt-oss-120b is released in MXFP4." in words
     assert (
-        "MXFP4 69.3 GB 70.1 GB 4 × RTX 3090, 20.8 GB per GPU $0.76 per hour comfortable: also holds 3 more requests of 8,192 tokens"
+        "MXFP4 69.3 GB 70.1 GB 4 × RTX 3090, 20.8 GB per GPU $0.76 per hour comfortable: also holds 3 more requests of 8,192 tokens Rent on Arrakis"
         in words
     )
     rows = text(built_site, "en/models/llama-3.1-8b", 'id="formats-table"', "</table>")
     assert rows.split(" Cheapest configuration on offer, memory per GPU ")[1].split(" GGUF")[0] == (
-        "BF16 16.1 GB 19.3 GB 1 × RTX 3090, 18.3 GB per GPU $0.19 per hour comfortable: also holds 3 more requests of 8,192 tokens "
-        "FP8 9.1 GB 9.6 GB 1 × RTX 3090, 11.3 GB per GPU $0.19 per hour comfortable: also holds 3 more requests of 8,192 tokens "
-        "AWQ 4-bit 5.7 GB 4.8 GB 1 × RTX 3090, 7.9 GB per GPU $0.19 per hour comfortable: also holds 3 more requests of 8,192 tokens"
+        "BF16 16.1 GB 19.3 GB 1 × RTX 3090, 18.3 GB per GPU $0.19 per hour comfortable: also holds 3 more requests of 8,192 tokens Rent on Arrakis "
+        "FP8 9.1 GB 9.6 GB 1 × RTX 3090, 11.3 GB per GPU $0.19 per hour comfortable: also holds 3 more requests of 8,192 tokens Rent on Arrakis "
+        "AWQ 4-bit 5.7 GB 4.8 GB 1 × RTX 3090, 7.9 GB per GPU $0.19 per hour comfortable: also holds 3 more requests of 8,192 tokens Rent on Arrakis"
     )
 
 
@@ -44,7 +44,8 @@ def test_a_model_is_sized_at_its_own_context_when_shorter():
 def test_the_tight_tag_says_what_tight_means(built_site):
     words = text(built_site, "en/models/llama-2-7b", 'id="formats-table"', "</table>")
     assert (
-        "BF16 13.5 GB 16.2 GB 1 × RTX 3090, 16.4 GB per GPU $0.19 per hour tight: holds these requests, not 3 more of 4,096 tokens" in words
+        "BF16 13.5 GB 16.2 GB 1 × RTX 3090, 16.4 GB per GPU $0.19 per hour tight: holds these requests, not 3 more of 4,096 tokens Rent on Arrakis"
+        in words
     )
 
 

@@ -27,7 +27,10 @@ HOSTILE = {
     "gpu name": "<img src=x onerror=window.pwned='gpu'>",
     "gpu full name": "</SCRIPT ><script>window.pwned='gpu full name'</script>",
     "country": "'><script>window.pwned='country'</script>",
+    "marketplace": "</script><script>window.pwned='marketplace'</script>\"'&",
 }
+# A rent template may hold anything but spaces: it must stay one attribute, and one JSON string.
+HOSTILE_RENT = "https://x.example/rent?gpu={gpu}&count={count}&\"><script>window.pwned='rent'</script>"
 
 
 def yaml_string(text: str) -> str:
@@ -51,13 +54,22 @@ def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     edit(gpus, 'name: "RTX 4090"', f"name: {yaml_string(HOSTILE['gpu name'])}")
     edit(gpus, 'full_name: "GeForce RTX 4090"', f"full_name: {yaml_string(HOSTILE['gpu full name'])}")
     edit(root / "catalogs/prices" / SNAPSHOT, 'country: "US"', f"country: {yaml_string(HOSTILE['country'])}")
+    edit(root / "content/site.yaml", "  name: Arrakis", f"  name: {yaml_string(HOSTILE['marketplace'])}")
+    edit(
+        root / "content/site.yaml",
+        'rent_url: "https://arrakis.example.org/rent?gpu={gpu}&count={count}"',
+        f"rent_url: {yaml_string(HOSTILE_RENT)}",
+    )
     build(options_for(root), now=NOW)
     with served(root / "site") as origin:
         yield origin
 
 
 PAGES = [
+    "",
     "en/",
+    "fr/guides/memoire-gpu/",
+    "de/ratgeber/inferenz-dimensionieren/",
     "en/models/llama-3.1-8b/",
     "en/gpus/rtx-4090/",
     "en/guides/gpu-memory/",
@@ -108,3 +120,17 @@ def test_script_json_escapes_each_character():
 
     assert str(script_json({"a": "<>&\u2028\u2029"})) == '{"a": "\\u003c\\u003e\\u0026\\u2028\\u2029"}'
     assert str(script_json('"</script>"')) == '"\\u003c/script\\u003e"'
+
+
+def test_the_hostile_marketplace_reads_back_intact(page: Page, hostile_site: str):
+    page.goto(f"{hostile_site}/en/models/llama-3.1-8b/")
+    crumbs = page.get_by_role("navigation", name="Breadcrumb")
+    assert crumbs.get_by_role("listitem").first.inner_text() == HOSTILE["marketplace"]
+    rent = page.locator("a.rent").first
+    assert rent.inner_text() == f"Rent on {HOSTILE['marketplace']}"
+    assert rent.get_attribute("href") == HOSTILE_RENT.format(gpu="rtx-3090", count=1)
+    ld = page.evaluate("() => [...document.querySelectorAll('script[type=\"application/ld+json\"]')].map(s => JSON.parse(s.textContent))")
+    assert ld[-1]["itemListElement"][0]["name"] == HOSTILE["marketplace"]
+    page.goto(f"{hostile_site}/en/calculator/?model=llama-3.1-8b")
+    assert page.locator("#calc-options a.rent").first.get_attribute("href") == HOSTILE_RENT.format(gpu="rtx-3090", count=1)
+    assert page.evaluate("() => window.pwned") is None

@@ -87,10 +87,10 @@ def test_the_main_guide_cites_the_papers_behind_its_tables_in_every_language(bui
         assert re.findall(r'href="([^"]+)"', rules_section) == [PAPERS[k] for k in ("zero", "hf", "lora", "qlora")], lang
     english = source_lines((built_site / GUIDES["guide-memory"]["en"] / "index.html").read_text())
     assert english[2] == (
-        'Sources: <a href="https://arxiv.org/abs/1910.02054">ZeRO (Rajbhandari et al., 2019)</a>; '
-        f'<a href="{PAPERS["hf"]}">Hugging Face Transformers</a>; '
-        '<a href="https://arxiv.org/abs/2106.09685">LoRA (Hu et al., 2021)</a>; '
-        '<a href="https://arxiv.org/abs/2305.14314">QLoRA (Dettmers et al., 2023)</a>'
+        'Sources: <a href="https://arxiv.org/abs/1910.02054" lang="en">ZeRO (Rajbhandari et al., 2019)</a>; '
+        f'<a href="{PAPERS["hf"]}" lang="en">Hugging Face Transformers</a>; '
+        '<a href="https://arxiv.org/abs/2106.09685" lang="en">LoRA (Hu et al., 2021)</a>; '
+        '<a href="https://arxiv.org/abs/2305.14314" lang="en">QLoRA (Dettmers et al., 2023)</a>'
     )
     french = source_lines((built_site / GUIDES["guide-memory"]["fr"] / "index.html").read_text())
     assert french[0].startswith("Sources\u202f: ")
@@ -106,7 +106,7 @@ def test_the_vram_guide_cites_llama_3_where_it_uses_llama_numbers(built_site):
             ["https://docs.vllm.ai/en/latest/serving/parallelism_scaling.html", PAPERS["llama3"]],  # 64 heads
         ], lang
     spanish = source_lines((built_site / GUIDES["guide-vram"]["es"] / "index.html").read_text())
-    assert spanish[1] == f'Fuente: <a href="{PAPERS["llama3"]}">The Llama 3 Herd of Models (Llama Team, Meta, 2024)</a>'
+    assert spanish[1] == f'Fuente: <a href="{PAPERS["llama3"]}" lang="en">The Llama 3 Herd of Models (Llama Team, Meta, 2024)</a>'
 
 
 def test_content_types_no_address_that_rules_yaml_cites():

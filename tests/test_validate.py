@@ -234,6 +234,51 @@ def test_a_language_needs_its_interface_strings(root):
     ]
 
 
+def test_the_marketplace_names_its_home_and_a_rent_template(root):
+    site = root / "content/site.yaml"
+    edit(site, "  name: Arrakis\n", "  name: ''\n")
+    edit(site, "home_url: https://arrakis.example.org/", "home_url: ftp://arrakis.example.org/")
+    edit(site, "rent?gpu={gpu}&count={count}", "rent?gpu={gpu}&n={counts}")
+    name = line_of(site, "  name: ''")
+    assert problems(root) == [
+        f"content/site.yaml:{name}: site: marketplace.name: expected text, got ''",
+        f"content/site.yaml:{line_of(site, 'home_url:')}: site: marketplace.home_url: expected a URL starting with https://, "
+        "got 'ftp://arrakis.example.org/'",
+        f"content/site.yaml:{line_of(site, 'rent_url:')}: site: marketplace.rent_url: unknown placeholder '{{counts}}' in "
+        "'https://arrakis.example.org/rent?gpu={gpu}&n={counts}' (expected only {gpu} and {count})",
+    ]
+
+
+def test_the_rent_template_needs_the_gpu_and_the_count(root):
+    site = root / "content/site.yaml"
+    edit(site, "rent?gpu={gpu}&count={count}", "rent?gpu={gpu}")
+    assert problems(root) == [
+        f"content/site.yaml:{line_of(site, 'rent_url:')}: site: marketplace.rent_url: expected a URL with {{count}} where the GPU "
+        "and the count go, got 'https://arrakis.example.org/rent?gpu={gpu}'"
+    ]
+
+
+def test_the_marketplace_is_required_and_has_only_its_fields(root):
+    site = root / "content/site.yaml"
+    edit(site, "  home_url: https://arrakis.example.org/\n", "  home: https://arrakis.example.org/\n")
+    line = line_of(site, "marketplace:")
+    assert problems(root) == [
+        f"content/site.yaml:{line + 1}: site: marketplace.home_url: missing field (expected a URL)",
+        f"content/site.yaml:{line + 2}: site: marketplace.home: unknown field (did you mean 'home_url'?)",
+    ]
+    text = site.read_text()
+    site.write_text(text[: text.index("marketplace:")])
+    assert problems(root) == [f"content/site.yaml:{line_of(site, 'base_url:')}: site: marketplace: missing field"]
+
+
+def test_the_rent_address_of_a_configuration():
+    from gpumem.records import Marketplace
+
+    market = Marketplace("Arrakis", "https://arrakis.example.org/", "https://arrakis.example.org/rent?gpu={gpu}&count={count}")
+    assert market.rent("h100-sxm", 4) == "https://arrakis.example.org/rent?gpu=h100-sxm&count=4"
+    assert market.rent("a/b c", 1) == "https://arrakis.example.org/rent?gpu=a%2Fb%20c&count=1"
+
+
 LLAMA_2_LICENSE = '{name: "Llama 2 Community License", kind: custom, url: https://www.llama.com/llama2/license/}'
 
 

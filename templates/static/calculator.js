@@ -28,7 +28,7 @@
     return parts;
   }
 
-  // Mirrors compute_calculator.calculator_choices (fine-tuning): what holds the need, smallest first.
+  // Mirrors compute_calculator.calculator_choices (fine-tuning): what holds the need, cheapest first.
   function choices(data, s, need) {
     return data.configurations.filter(function (c) {
       return data.gpus[c.gpu].memory * c.count >= need;
@@ -36,7 +36,12 @@
       var memory = data.gpus[c.gpu].memory * c.count;
       return { gpu: c.gpu, name: c.name, count: c.count, memory: memory, price: c.price,
         tight: memory - need < Math.max(data.minFreeFraction * memory, 0) };
-    });
+    }).sort(cheapestFirst);
+  }
+
+  // The order of sizing.deployment_fits: price per hour, then fewer GPUs, then the GPU id.
+  function cheapestFirst(x, y) {
+    return x.price - y.price || x.count - y.count || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0);
   }
 
   function validCounts(data, heads) {
@@ -134,9 +139,7 @@
       found.push({ gpu: c.gpu, name: c.name, count: c.count, price: c.price,
         need: need.perGpu, budget: budget, tight: roomy.perGpu >= budget });
     });
-    return found.sort(function (x, y) {
-      return x.price - y.price || x.count - y.count || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0);
-    });
+    return found.sort(cheapestFirst);
   }
 
   // Serving: the need on the chosen GPUs (vLLM's large-card batch, as gpumem estimate) and the fits.
@@ -535,7 +538,7 @@
       bar.setAttribute("aria-label", labels.join(text.semicolon + " "));
       renderList(need.fits, function (c) {
         return fill(text.fitOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price) });
-      }, { more: number.format(data.comfortableRequests), tokens: number.format(s.context) });
+      }, rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }));
       var counts = root.querySelector("#calc-counts");
       counts.textContent = need.runtimeName === "vllm"
         ? fill(text.countsVllm, { heads: number.format(s.arch.heads), kv_heads: number.format(s.arch.kvHeads),
@@ -558,7 +561,7 @@
       renderParts(need, s.mode);
       renderList(choices(data, s, need.total), function (c) {
         return fill(text.option, { count: number.format(c.count), gpu: c.name, memory: gb(c.memory), price: price(c) });
-      });
+      }, { tight: text.trainTightRule, comfortable: text.trainComfortableRule });
       var counts = validCounts(data, s.arch.heads).map(function (n) { return number.format(n); });
       root.querySelector("#calc-counts").textContent = fill(text.counts, { heads: number.format(s.arch.heads), counts: counts.join(", ") });
       root.querySelector("#calc-note").textContent = text.trainNote;
@@ -582,17 +585,41 @@
         : fill(text.perHour, { price: money.format(c.price), each: money.format(c.price / c.count) });
     }
 
-    // A line per configuration found and its tag (serving: with the rule), or the line saying none.
-    function renderList(found, line, rule) {
-      var list = root.querySelector("#calc-options");
-      list.textContent = "";
-      if (!found.length) list.appendChild(element("li", text.none));
+    // The marketplace's page renting c.count × c.gpu (Marketplace.rent in records.py).
+    function rentLink(c) {
+      var template = root.getAttribute("data-rent-url");  // content/site.yaml's marketplace.rent_url
+      var address = template.replace("{gpu}", encodeURIComponent(c.gpu)).replace("{count}", String(c.count));
+      return element("a", text.rent, { "class": "rent", href: address });
+    }
+
+    // Serving's rules at the chosen context: comfortable holds a few more requests, tight does not.
+    function rulesFor(values) {
+      return { tight: fill(text.tightRule, values), comfortable: fill(text.comfortableRule, values) };
+    }
+
+    // A line per configuration found, its tag with the rule and its rent link, or the line saying none.
+    function renderList(found, line, rules) {
+      var list = root.querySelector("#calc-options"), items = document.createDocumentFragment();
+      if (!found.length) items.appendChild(element("li", text.none));
       found.forEach(function (c) {
         var tag = c.tight ? "tight" : "comfortable", item = element("li", line(c) + " ");
         item.appendChild(element("span", text[tag], { "class": tag }));
-        if (rule) item.appendChild(document.createTextNode(" " + fill(c.tight ? text.tightRule : text.comfortableRule, rule)));
-        list.appendChild(item);
+        item.appendChild(document.createTextNode(" " + rules[tag] + " "));
+        item.appendChild(rentLink(c));
+        items.appendChild(item);
       });
+      list.textContent = "";
+      list.appendChild(items);  // one change to the page, not one per line
+      shorten();
+    }
+
+    // The cheapest configurations only, and a button that shows every one.
+    function shorten() {
+      var items = root.querySelector("#calc-options").children, more = root.querySelector("#calc-more");
+      var shown = data.shownConfigurations;
+      Array.prototype.forEach.call(items, function (item, index) { item.hidden = index >= shown; });
+      more.hidden = items.length <= shown;
+      more.textContent = fill(text.more, { count: number.format(items.length) });
     }
 
     // A pasted config.json fills the fields (what they cannot say is kept aside).
@@ -644,6 +671,13 @@
       if (navigator.clipboard) navigator.clipboard.writeText(link.value).then(done, function () { document.execCommand("copy"); done(); });
       else { document.execCommand("copy"); done(); }
     });
+    root.querySelector("#calc-more").addEventListener("click", function () {
+      var items = root.querySelector("#calc-options").children;
+      Array.prototype.forEach.call(items, function (item) { item.hidden = false; });
+      this.hidden = true;
+      if (items[data.shownConfigurations]) items[data.shownConfigurations].querySelector("a").focus();
+    });
+    shorten();
     if (location.search) {
       var raw = fromQuery(data, location.search);
       pasted = raw.model === "custom" ? extraOf(new URLSearchParams(location.search).get("extra")) : null;
