@@ -333,6 +333,7 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
         sizing=figures.sizing,
         calc=figures.calculator,
         method=figures.method,
+        tune=figures.finetune,
         fits=compute.fits,
         snapshot_time=snapshot_time,
         url=lambda relative: site.base_path + relative,

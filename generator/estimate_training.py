@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import training as engine
 from .build import load_catalog
+from .compute_training import holding
 from .errors import BuildError
 from .estimate import Request, _size, model_of
 from .records import Model, TrainingDefaults
@@ -126,9 +127,8 @@ def estimate(catalogs: Path, request: Request, training: TrainingRequest) -> Tra
     except engine.TrainingError as error:
         raise BuildError([str(error)]) from None
     configurations = offered_configurations(catalog.gpus, catalog.snapshot.offers, (setup.gpus,))
-    fits = [Fit(c, c.gpu.runtime_bytes) for c in configurations if need.total_bytes_per_gpu <= c.gpu.runtime_bytes]
-    fits.sort(key=lambda fit: (fit.configuration.price_per_hour, fit.configuration.gpu.id))
-    return TrainingEstimate(model, setup, need, tuple(fits))
+    fits = tuple(Fit(c, c.gpu.runtime_bytes) for c in holding(need.total_bytes_per_gpu, configurations))
+    return TrainingEstimate(model, setup, need, fits)
 
 
 def as_json(result: TrainingEstimate) -> str:

@@ -11,6 +11,7 @@ from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizin
 from .compute_index import GpusIndex, ModelsIndex, gpus_index, models_index
 from .compute_methodology import Citations, MethodologyPage, citations, methodology_page
 from .compute_pages import GpuPage, ModelPage, PricesPage, gpu_page, model_page, prices_page
+from .compute_training import FinetuneGuide, ModelTuning, finetune_guide, model_tuning
 from .measured import Row, Summary, rows, summaries
 from .price_checks import Comparison, compare_prices
 from .records import Catalog
@@ -36,6 +37,8 @@ class SiteFigures:
     method: MethodologyPage | None = None  # the methodology page: both layers' constants, sources, measured checks
     citations: Citations = field(default_factory=lambda: Citations({}))  # per rules.yaml block: what its "Source:" line links
     price_checks: tuple[Comparison, ...] = ()  # other providers' dated prices against the snapshot's lowest
+    tuning: dict[str, ModelTuning | None] = field(default_factory=dict)  # each model page's "Fine-tune it" table
+    finetune: FinetuneGuide | None = None  # the guide "The best GPU to fine-tune" rules.yaml's training.run model
 
 
 def site_figures(catalog: Catalog) -> SiteFigures:
@@ -63,4 +66,8 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         ),
         models_index=models_index(catalog, models),
         gpus_index=gpus_index(catalog.gpus, shop.markets),
+        tuning={m.id: model_tuning(catalog, m, shop.configurations) for m in catalog.models},
+        finetune=finetune_guide(
+            catalog, shop.configurations, {g.id: g.dense_tflops["bf16"] for g in catalog.gpus if "bf16" in g.dense_tflops}
+        ),
     )

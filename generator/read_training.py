@@ -7,11 +7,25 @@ from collections.abc import Callable
 from typing import Any
 
 from .read_deployment import _formats
-from .records import TrainingDefaults, TrainingOptimizer, TrainingPrecision, TrainingRules
-from .training import METHODS, TARGETS
-from .validate import Entry, Invalid, at_most, boolean, citation, describe, one_of, positive_int, positive_number, slug
+from .records import TrainingDefaults, TrainingOptimizer, TrainingPages, TrainingPrecision, TrainingRules, TrainingRun
+from .training import CHECKPOINTING, METHODS, TARGETS
+from .validate import (
+    Entry,
+    Invalid,
+    _known,
+    at_most,
+    boolean,
+    citation,
+    describe,
+    fraction,
+    number_list,
+    one_of,
+    positive_int,
+    positive_number,
+    slug,
+)
 
-SECTIONS = ("precisions", "optimizers", "base", "activations", "logits", "sharding", "defaults")
+SECTIONS = ("precisions", "optimizers", "base", "activations", "logits", "sharding", "defaults", "pages", "run")
 PRECISION_FIELDS = ("weights", "gradients", "master", "states", "source")
 OPTIMIZER_FIELDS = ("states", "state_bytes", "paged", "factored", "source")
 
@@ -27,7 +41,9 @@ bytes_or_zero.expectation = " (expected a number of bytes from 0 to 16)"  # type
 small = at_most(positive_number, 1_000)
 
 
-def read_training(top: Entry, sources: dict[str, str], weight_formats: dict[str, Any] | None) -> TrainingRules | None:
+def read_training(
+    top: Entry, sources: dict[str, str], weight_formats: dict[str, Any] | None, model_ids: set[str] | None = None
+) -> TrainingRules | None:
     """The training block, or None (with every problem reported) when it is missing or wrong."""
     if "training" not in top.data:
         return None  # a catalog without training figures: `gpumem estimate --mode` says so
@@ -56,7 +72,13 @@ def read_training(top: Entry, sources: dict[str, str], weight_formats: dict[str,
     defaults = _block(section, "defaults", ("seq", "micro_batch", "lora_rank", "lora_targets", "precision", "source"), sources)
     if defaults is not None:
         values["defaults"] = _defaults(defaults, tuple(precisions or ()))
-    parts = [part for part in (base, activations, logits, sharding, defaults) if part is not None]
+    pages = _block(section, "pages", (*PAGES_FIELDS, "source"), sources)
+    if pages is not None:
+        values["pages"] = _pages(pages, tuple(optimizers or ()))
+    run = _block(section, "run", ("model", "tokens", "flops_per_token_per_param", "mfu", "source"), sources)
+    if run is not None:
+        values["run"] = _run(run, model_ids)
+    parts = [part for part in (base, activations, logits, sharding, defaults, pages, run) if part is not None]
     section.failed = section.failed or any(part.failed for part in parts)
     top.failed = top.failed or section.failed
     base_formats = values.get("base_formats") or {}
@@ -78,6 +100,34 @@ def _defaults(entry: Entry, precisions: tuple[str, ...]) -> TrainingDefaults | N
         values["precision"] = {method: by_method.get(method, one_of(precisions, "precision")) for method in METHODS}
         entry.failed = entry.failed or by_method.failed
     return None if entry.failed else TrainingDefaults(**values)
+
+
+PAGES_FIELDS = ("seq", "micro_batches", "checkpointing", "flash_attention", "optimizer", "lora_rank", "lora_targets")
+
+
+def _pages(entry: Entry, optimizers: tuple[str, ...]) -> TrainingPages | None:
+    """The setting the pages state: each field as `gpumem estimate` would take it."""
+    values = dict(
+        seq=entry.get("seq", at_most(positive_int, 10_000_000)),
+        micro_batches=entry.get("micro_batches", number_list(at_most(positive_int, 100_000))),
+        checkpointing=entry.get("checkpointing", one_of(CHECKPOINTING, "checkpointing")),
+        flash_attention=entry.get("flash_attention", boolean),
+        optimizer=entry.get("optimizer", one_of(optimizers, "optimizer") if optimizers else slug),
+        lora_rank=entry.get("lora_rank", at_most(positive_int, 100_000)),
+        lora_targets=entry.get("lora_targets", one_of(TARGETS, "LoRA targets")),
+    )
+    return None if entry.failed else TrainingPages(**values)
+
+
+def _run(entry: Entry, model_ids: set[str] | None) -> TrainingRun | None:
+    """The guide's run: its model, its size in tokens, the FLOPs per token and parameter, the utilisation."""
+    values = dict(
+        model=entry.get("model", _known(model_ids, "model", "models.yaml")),
+        tokens=entry.get("tokens", at_most(positive_number, 1e15)),
+        flops_per_token_per_param=entry.get("flops_per_token_per_param", small),
+        mfu=entry.get("mfu", fraction),
+    )
+    return None if entry.failed else TrainingRun(**values)
 
 
 def _format(known: tuple[str, ...]) -> Callable[[Any], str]:

@@ -392,6 +392,8 @@ class TrainingRules:
     logit_bytes: float  # per token and vocabulary entry: the FP32 logits and the loss's log-probabilities
     gathered_layers: int  # layers whose full weights ZeRO-3 / FSDP gather at once (the current and the prefetched)
     defaults: TrainingDefaults | None = None  # what `gpumem estimate --mode` assumes for a flag left out
+    pages: TrainingPages | None = None  # the setting the model pages and the fine-tuning guide state
+    run: TrainingRun | None = None  # the run the fine-tuning guide prices
 
 
 @dataclass(frozen=True)
@@ -403,6 +405,29 @@ class TrainingDefaults:
     lora_rank: int
     lora_targets: str
     precision: dict[str, str]  # by method
+
+
+@dataclass(frozen=True)
+class TrainingPages:
+    """The typical setting every model page's "Fine-tune it" section states (rules.yaml, training.pages)."""
+
+    seq: int
+    micro_batches: tuple[int, ...]
+    checkpointing: str
+    flash_attention: bool
+    optimizer: str
+    lora_rank: int
+    lora_targets: str
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """The fine-tuning guide's model and the run it prices (rules.yaml, training.run)."""
+
+    model: str
+    tokens: float
+    flops_per_token_per_param: float  # forward and backward: 6 N per token (arXiv:2001.08361)
+    mfu: float  # model FLOPs utilisation: the share of the GPU's dense BF16 throughput a run achieves
 
 
 @dataclass(frozen=True)

@@ -344,6 +344,7 @@ CONTENT_NAMES: tuple[str, ...] = (
     "calc",
     "method",
     "marketplace",
+    "tune",
 )
 
 

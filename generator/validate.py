@@ -524,7 +524,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         calculator_defaults=_calculator_defaults(calculator, precisions or {}, kv_precisions or {}, kinds["model"]) if calculator else None,
         deployment=read_deployment(top, sources),
     )
-    training = read_training(top, sources, values["deployment"].weight_formats if values["deployment"] else None)
+    training = read_training(top, sources, values["deployment"].weight_formats if values["deployment"] else None, model_ids)
     known = values["deployment"].weight_formats if values["deployment"] else {}
     values["speed"] = read_speed(top, sources, set(known)) if "speed" in data else None
     values["references"] = _references(top, sources)  # after every block, so every source is known

@@ -16,6 +16,7 @@ SITE = Site(
         "calculator": {"es": "calculadora", "en": "calculator"},
         "prices": {"es": "precios", "en": "prices"},
         "methodology": {"es": "metodologia", "en": "methodology"},
+        "guide-finetune": {"es": "guias/mejor-gpu-fine-tuning-llama-70b", "en": "guides/best-gpu-fine-tune-llama-70b"},
         "model": {"es": "modelos", "en": "models"},
         "gpu": {"es": "gpus", "en": "gpus"},
     },
@@ -28,7 +29,7 @@ SUBJECTS = {"models": ["llama-3.1-70b", "phi-4"], "gpus": ["h100-sxm"]}
 
 def test_every_kind_and_subject_in_every_language():
     pages = plan_pages(SITE, SUBJECTS)
-    assert len(pages) == 2 * (9 + 2 + 1)
+    assert len(pages) == 2 * (10 + 2 + 1)
     assert [p.url for p in pages if p.key == "model"] == [
         "es/modelos/llama-3.1-70b/",
         "en/models/llama-3.1-70b/",
@@ -41,12 +42,24 @@ def test_every_kind_and_subject_in_every_language():
         "calculator.html",
         "prices.html",
         "methodology.html",
+        "guide-finetune.html",
         "models.html",
         "gpus.html",
         "model.html",
         "gpu.html",
     }
-    assert [p.shows_prices for p in pages if p.lang == "en" and not p.subject] == [False, True, True, False, True, True, False, True, True]
+    assert [p.shows_prices for p in pages if p.lang == "en" and not p.subject] == [
+        False,
+        True,
+        True,
+        False,
+        True,
+        True,
+        False,
+        True,
+        True,
+        True,
+    ]
 
 
 def test_fixed_spanish_and_english_urls():
@@ -54,6 +67,8 @@ def test_fixed_spanish_and_english_urls():
     assert pages[("home", "es")].url == "es/"
     assert pages[("guide-memory", "es")].url == "es/guias/memoria-gpu/"
     assert pages[("guide-memory", "en")].output == "en/guides/gpu-memory/index.html"
+    assert pages[("guide-finetune", "es")].url == "es/guias/mejor-gpu-fine-tuning-llama-70b/"
+    assert pages[("guide-finetune", "en")].url == "en/guides/best-gpu-fine-tune-llama-70b/"
 
 
 def test_every_page_lists_all_translations_and_x_default():
@@ -90,4 +105,15 @@ def test_index_pages_take_the_route_of_their_kind_without_a_subject():
         Alternate("en", "en/models/"),
         Alternate("x-default", "es/modelos/"),
     )
-    assert ROUTE_KEYS == ("home", "guide-memory", "guide-vram", "guide-sizing", "calculator", "prices", "methodology", "model", "gpu")
+    assert ROUTE_KEYS == (
+        "home",
+        "guide-memory",
+        "guide-vram",
+        "guide-sizing",
+        "calculator",
+        "prices",
+        "methodology",
+        "guide-finetune",
+        "model",
+        "gpu",
+    )
