@@ -120,7 +120,7 @@ def kind_of(site: Path, page: Path) -> str:
         return parts[0].removesuffix(".html")
     lang, rest = parts[0], "/".join(parts[1:-1])
     for key, kind in KINDS.items():
-        route = routes()[key][lang]
+        route = routes()[kind.index_of or key][lang]
         if (kind.subjects and rest.rsplit("/", 1)[0] == route) or (not kind.subjects and rest == route):
             return key
     return "other"
