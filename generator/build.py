@@ -436,16 +436,16 @@ def _collect(pid: int, reader: int) -> tuple[str, Any]:
     return outcome
 
 
-def build(options: Options, now: datetime | None = None, report: Callable[[str], None] | None = None) -> BuildResult:
+def build(options: Options, now: datetime | None = None, report: Callable[[str], None] | None = None, checked: bool = False) -> BuildResult:
     """Gather, compute and render everything; only then write the output folder.
 
-    A folder already built from the same inputs is checked and left as it is (see fingerprint.py);
-    otherwise it is locked from the write's start to its end (a second build into it stops).
-    `report` hears, as they happen, what the writer did besides the build (recovering from a
-    killed one).
+    A folder already built from the same inputs is checked and left as it is (see fingerprint.py;
+    `checked`: the caller has just done that); otherwise it is locked from the write's start to its
+    end (a second build into it stops). `report` hears, as they happen, what the writer did besides
+    the build (recovering from a killed one).
     """
     started = time.perf_counter()
-    same = unchanged(options, now)
+    same = None if checked else unchanged(options, now)
     if same is not None:
         return same
     read = read_inputs(options)  # before gathering: a file saved meanwhile makes the next build look again

@@ -68,7 +68,7 @@ def build_command(
     if result is None:
         from .build import build
 
-        result = build(options, report=say)
+        result = build(options, report=say, checked=True)
     warn(result.warnings)
     summary = result.summary
     click.echo(

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import os
 import re
-import stat
 import sys
 import time
 from collections.abc import Iterable
@@ -22,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .options import MAX_FILE_BYTES, BuildResult, Options
-from .write import already_built
+from .write import already_built, read_regular
 
 CODE = Path(__file__).resolve().parent  # this package's own code, part of the fingerprint
 SKIPPED = ("__pycache__",)
@@ -32,13 +30,7 @@ REQUIREMENT_NAME = re.compile(r"^[A-Za-z0-9._-]+")
 
 def input_files(options: Options) -> list[tuple[str, Path]]:
     """Every file a build may read, labelled by its folder's role and its path below it."""
-    folders = {
-        "catalogs": options.catalogs,
-        "content": options.content,
-        "templates": options.templates,
-        "translations": options.translations,
-        "code": CODE,
-    }
+    folders = {**options.sources, "code": CODE}
     named = [("snapshot", options.prices)] if options.prices is not None else []
     for label, folder in folders.items():
         for path in sorted(folder.rglob("*")):
@@ -112,16 +104,10 @@ def page_keys(files: dict[str, bytes], pages: Iterable[tuple[str, str, str]]) ->
 
 
 def _bounded_bytes(path: Path) -> bytes:
-    """A regular file's bytes, at most one past the loader's limit; a mark for anything else (a
+    """An input file's bytes, at most one past the loader's limit; a mark for anything else (a
     device, a pipe, a missing file), whose problem the build that follows reports."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return b"\0unreadable"
-    with os.fdopen(fd, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b"\0not a regular file"
-        return stream.read(MAX_FILE_BYTES + 1)
+    content = read_regular(path, follow_links=True, limit=MAX_FILE_BYTES + 1)
+    return b"\0not a readable regular file" if content is None else content
 
 
 def clock(now: datetime | None) -> str:

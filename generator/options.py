@@ -41,6 +41,11 @@ class Options:
     def static(self) -> Path:
         return self.templates / "static"
 
+    @property
+    def sources(self) -> dict[str, Path]:
+        """The folders a build reads, by their role (the no-change check's labels, the preview's watch)."""
+        return {"catalogs": self.catalogs, "content": self.content, "templates": self.templates, "translations": self.translations}
+
 
 def project_options(
     project: Path | None = None, *, catalogs: Path | None = None, content: Path | None = None, out: Path | None = None, **rest: Any

@@ -100,7 +100,7 @@ def rebuild(options: Options, preview: Preview | None = None) -> None:
 
 def source_paths(options: Options) -> list[Path]:
     """What a build reads: catalogs, content, templates, translations and a snapshot given apart."""
-    paths = [options.catalogs, options.content, options.templates, options.translations]
+    paths = list(options.sources.values())
     return [*paths, options.prices] if options.prices else paths
 
 

@@ -1101,20 +1101,21 @@ def earlier_pages(out_dir: Path, keys: dict[str, str]) -> dict[str, bytes]:
         digest = manifest.files.get(relative)
         if digest is None or recorded.get(relative) != key or not _plain(relative):
             continue
-        content = _read_regular(root / relative)
+        content = read_regular(root / relative)
         if content is not None and _digest(content) == digest:
             kept[relative] = content
     return kept
 
 
-def _read_regular(path: Path) -> bytes | None:
-    """A regular file's bytes (a link or anything else: None)."""
+def read_regular(path: Path, follow_links: bool = False, limit: int = -1) -> bytes | None:
+    """A regular file's bytes (at most `limit` of them); None for anything else: a device or a
+    pipe (never waited on), a missing file, and a symbolic link unless `follow_links`."""
     try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC | BINARY)
+        fd = os.open(path, os.O_RDONLY | (0 if follow_links else NOFOLLOW) | NONBLOCK | CLOEXEC | BINARY)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as stream:
-        return stream.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        return stream.read(limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
 def already_built(out_dir: Path, fingerprint: str, accept: Callable[[dict[str, object]], bool] | None = None) -> WriteSummary | None:

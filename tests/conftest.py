@@ -39,6 +39,11 @@ def edit(path: Path, old: str, new: str, count: int = 1) -> None:
     path.write_text(text.replace(old, new, count))
 
 
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file below root, by its relative path, with its bytes."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 def line_of(path: Path, text: str) -> int:
     """The 1-based line where text first appears."""
     for number, line in enumerate(path.read_text().splitlines(), start=1):

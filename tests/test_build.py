@@ -16,7 +16,7 @@ import pytest
 from gpumem import compute, memory
 from gpumem.build import build, gather
 
-from .conftest import NOW, SNAPSHOT, edit, options_for
+from .conftest import NOW, SNAPSHOT, edit, options_for, tree
 from .project import REPO, fixture_options
 
 
@@ -54,10 +54,6 @@ def cells(path: Path) -> dict[str, list[dict]]:
     parser = Cells()
     parser.feed(path.read_text())
     return parser.tables
-
-
-def tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def test_two_builds_are_byte_identical(inputs, tmp_path):

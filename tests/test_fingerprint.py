@@ -16,7 +16,7 @@ from gpumem.build import build, project_options
 from gpumem.errors import BuildError
 from gpumem.fingerprint import fingerprint, unchanged
 
-from .conftest import NOW, SNAPSHOT, edit
+from .conftest import NOW, SNAPSHOT, edit, tree
 from .project import CATALOGS, REPO
 
 
@@ -30,14 +30,10 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def files_of(site: Path) -> dict[str, bytes]:
-    return {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()}
-
-
 def rebuild(project: Path, **options) -> dict[str, bytes]:
     """Build again (without --force unless asked) and return the site's files."""
     build(project_options(project, **options), now=NOW)
-    return files_of(project / "site")
+    return tree(project / "site")
 
 
 def rendered_pages(monkeypatch) -> list[str]:
@@ -92,7 +88,7 @@ def test_each_kind_of_input_changes_the_site(project, path, old, new, page, expe
     site = rebuild(project)
     assert expected in site[page].decode()
     build(project_options(project, out=project / "clean", force=True), now=NOW)
-    assert site == files_of(project / "clean")
+    assert site == tree(project / "clean")
 
 
 @pytest.mark.parametrize(
@@ -110,7 +106,7 @@ def test_editing_one_content_file_renders_only_its_page(project, monkeypatch, pa
     assert rendered == expected
     assert result.summary.written == 1
     build(project_options(project, out=project / "clean", force=True), now=NOW)
-    assert files_of(project / "site") == files_of(project / "clean")
+    assert tree(project / "site") == tree(project / "clean")
 
 
 def test_a_translation_edit_renders_only_its_language(project, monkeypatch):
