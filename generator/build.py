@@ -36,6 +36,7 @@ from .options import parallel_jobs as parallel_jobs  # where tests and scripts h
 from .options import project_options as project_options
 from .pages import CONTENT_KEYS, KINDS, ROUTE_KEYS, Page, breadcrumbs, plan_pages
 from .price_checks import read_price_checks
+from .read_apis import read_apis
 from .read_gpus import read_gpus
 from .records import Catalog, Gpu, Model, Rules, Site
 from .render import Renderer
@@ -227,9 +228,12 @@ def read_catalog(catalogs: Path, prices: Path | None, problems: Problems, now: d
     points, configs = read_measurements(catalogs / "measurements", problems)
     checks_path = catalogs / "price_checks.yaml"
     checks = read_price_checks(checks_path, _label(checks_path), problems, gpu_ids, rules, (now or datetime.now(UTC)).date())
+    apis_path = catalogs / "apis.yaml"
+    formats = set(rules.deployment.weight_formats) if rules.deployment else set()
+    apis = read_apis(apis_path, _label(apis_path), problems, {m.id for m in models}, formats, rules.api_page, snapshot.taken_at.date())
     if problems.found:
         return None
-    return Catalog(models, gpus, rules, snapshot, earlier, points, configs, price_checks=checks)
+    return Catalog(models, gpus, rules, snapshot, earlier, points, configs, price_checks=checks, api_prices=apis)
 
 
 def load_catalog(catalogs: Path, prices: Path | None = None, now: datetime | None = None) -> Catalog:

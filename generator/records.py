@@ -211,6 +211,7 @@ class Rules:
     price_check_max_age_days: int = 0  # a price check older than this (before the snapshot) is not compared
     references: dict[str, str] = field(default_factory=dict)  # a cited address -> the name readers know it by
     training: TrainingRules | None = None
+    api_page: ApiPageRules | None = None  # the page "Self-hosting or an API?" (rules.yaml, api_page)
 
 
 @dataclass(frozen=True)
@@ -254,6 +255,32 @@ class PriceCheck:
 
 
 @dataclass(frozen=True)
+class ApiPrice:
+    """A provider's published price per million tokens of an open model, seen on a date (catalogs/apis.yaml)."""
+
+    provider: str
+    model: str
+    input_usd_per_million: float
+    output_usd_per_million: float
+    date: date
+    source: str
+    quantization: str = ""  # the weight format the provider serves, when it says
+
+
+@dataclass(frozen=True)
+class ApiPageRules:
+    """The page "Self-hosting or an API?" (rules.yaml, api_page): the load its costs are estimated at,
+    the utilisations its table shows, and the plausible range of an API price per million tokens."""
+
+    concurrency: int
+    prompt_tokens: int
+    output_tokens: int
+    utilisations: tuple[float, ...]
+    min_usd_per_million: float
+    max_usd_per_million: float
+
+
+@dataclass(frozen=True)
 class Catalog:
     """Everything a build reads, validated."""
 
@@ -266,6 +293,7 @@ class Catalog:
     measured_points: tuple[dict[str, Any], ...] = ()
     measured_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     price_checks: tuple[PriceCheck, ...] = ()  # other providers' dated prices (catalogs/price_checks.yaml)
+    api_prices: tuple[ApiPrice, ...] = ()  # API prices per million tokens of the same open models (catalogs/apis.yaml)
 
     def model(self, model_id: str) -> Model:
         return next(m for m in self.models if m.id == model_id)

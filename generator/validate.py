@@ -484,7 +484,7 @@ LIMITS = ("max_params_b", "max_layers", "max_heads", "max_head_dim", "max_batch"
 EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", *LIMITS)}
 RULE_SECTIONS = (
     "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
-    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training speed references"
+    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training speed api_page references"
 ).split()
 
 
@@ -493,6 +493,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     if not isinstance(data, LineDict):
         problems.add_raw(f"{path}:1: rules: expected a mapping of sections")
         return None
+    from .read_apis import read_api_page
     from .read_deployment import read_deployment  # it reads with this module's Entry
     from .read_speed import read_speed
     from .read_training import read_training
@@ -527,6 +528,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     training = read_training(top, sources, values["deployment"].weight_formats if values["deployment"] else None, model_ids)
     known = values["deployment"].weight_formats if values["deployment"] else {}
     values["speed"] = read_speed(top, sources, set(known)) if "speed" in data else None
+    api_page = read_api_page(top, sources) if "api_page" in data else None
     values["references"] = _references(top, sources)  # after every block, so every source is known
     for name in values["model_formats"] or ():
         if known and name not in known:
@@ -539,9 +541,9 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         return None
     if any(value is None for value in values["calculator_limits"].values()):
         return None
-    if "training" in data and training is None:
+    if ("training" in data and training is None) or ("api_page" in data and api_page is None):
         return None
-    return Rules(precisions=precisions, kv_precisions=kv_precisions, sources=sources, training=training, **values)
+    return Rules(precisions=precisions, kv_precisions=kv_precisions, sources=sources, training=training, api_page=api_page, **values)
 
 
 def _rule_blocks(top: Entry, sources: dict[str, str]) -> dict[str, Entry]:
