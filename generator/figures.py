@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 
 from .compute import Shop
+from .compute_api import ApiGuide, api_guide
 from .compute_calculator import CalculatorPage, calculator_data, calculator_page
 from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
 from .compute_index import GpusIndex, ModelsIndex, gpus_index, models_index
@@ -39,6 +40,7 @@ class SiteFigures:
     price_checks: tuple[Comparison, ...] = ()  # other providers' dated prices against the snapshot's lowest
     tuning: dict[str, ModelTuning | None] = field(default_factory=dict)  # each model page's "Fine-tune it" table
     finetune: FinetuneGuide | None = None  # the guide "The best GPU to fine-tune" rules.yaml's training.run model
+    api: ApiGuide | None = None  # the page "Self-hosting or an API?": API prices against the cheapest configuration per token
 
 
 def site_figures(catalog: Catalog) -> SiteFigures:
@@ -67,6 +69,7 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         models_index=models_index(catalog, models),
         gpus_index=gpus_index(catalog.gpus, shop.markets),
         tuning={m.id: model_tuning(catalog, m, shop.configurations) for m in catalog.models},
+        api=api_guide(catalog, shop.configurations),
         finetune=finetune_guide(
             catalog, shop.configurations, {g.id: g.dense_tflops["bf16"] for g in catalog.gpus if "bf16" in g.dense_tflops}
         ),
