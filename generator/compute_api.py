@@ -30,8 +30,8 @@ def usd_per_million(catalog: Catalog, model: Model, fmt: WeightFormat, configura
     rules = catalog.rules
     if rules.speed is None or rules.deployment is None or rules.api_page is None:
         return None
-    kv = rules.deployment.kv_formats["bf16"]
-    found = speed(rules.speed, model, fmt, kv, configuration.gpu, configuration.count, page_load(rules.api_page), configuration.price_per_hour)
+    kv, load = rules.deployment.kv_formats["bf16"], page_load(rules.api_page)
+    found = speed(rules.speed, model, fmt, kv, configuration.gpu, configuration.count, load, configuration.price_per_hour)
     return found.usd_per_million_output_tokens
 
 
@@ -139,10 +139,10 @@ def cheapest_hosted(catalog: Catalog, model: Model, fmt: WeightFormat, configura
     load, kv = page_load(rules.api_page), rules.deployment.kv_formats["bf16"]
     tokens = load.prompt_tokens + load.output_tokens
     fits = deployment_fits(rules.deployment, model, fmt, kv, tokens, load.concurrency, configurations, 0)
-    priced = [
-        SelfHosted(fit, speed(rules.speed, model, fmt, kv, fit.configuration.gpu, fit.configuration.count, load, fit.configuration.price_per_hour))
-        for fit in fits
-    ]
+    priced = []
+    for fit in fits:
+        config = fit.configuration
+        priced.append(SelfHosted(fit, speed(rules.speed, model, fmt, kv, config.gpu, config.count, load, config.price_per_hour)))
     return min(priced, key=lambda h: (h.usd_per_million, h.fit.configuration.count, h.fit.configuration.gpu.id), default=None)
 
 

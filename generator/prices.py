@@ -18,8 +18,9 @@ from typing import Any
 
 from . import compute
 from .build import load_catalog, read_catalog_files, read_stamp
+from .compute_api import usd_per_million
 from .errors import BuildError, Problems
-from .figures import site_figures
+from .figures import SiteFigures, site_figures
 from .load import parse_json, parse_yaml, snapshot_files, snapshot_name
 from .records import Catalog, Gpu, Offer, Rules
 from .render import Formats
@@ -389,9 +390,9 @@ def _fit_text(fit: Fit | None, f: Formats) -> str:
     return f"{config.count} × {config.gpu.name} {f.money(config.price_per_hour)}/h"
 
 
-def table_cells(catalog: Catalog) -> dict[tuple[str, str, str], Choice | Fit | None]:
+def table_cells(catalog: Catalog, figures: SiteFigures | None = None) -> dict[tuple[str, str, str], Choice | Fit | None]:
     """Every recommendation a guide table shows, by (page, row, column), with English URLs."""
-    figures = site_figures(catalog)
+    figures = figures or site_figures(catalog)
     cells: dict[tuple[str, str, str], Choice | Fit | None] = {}
     for table in (figures.main.serving, figures.main.fine_tuning):
         for row in table.rows:
@@ -414,6 +415,39 @@ def table_cells(catalog: Catalog) -> dict[tuple[str, str, str], Choice | Fit | N
     return cells
 
 
+def cost_cells(catalog: Catalog, figures: SiteFigures | None = None) -> dict[tuple[str, str, str], float | None]:
+    """The US$ per million output tokens of every deployment row's configuration (the calculator's and the
+    model pages'), at the load of the page "Self-hosting or an API?"; None where nothing on offer holds it.
+    Keyed as table_cells keys the same rows."""
+    figures = figures or site_figures(catalog)
+    rows = [("/en/calculator/", model.name, model, fit) for model, fits in figures.calculator.rows for fit in fits]
+    for model_id, page in figures.models.items():
+        rows += [(f"/en/models/{model_id}/", "deployment", catalog.model(model_id), fit) for fit in page.formats]
+    return {
+        (page, row, fit.fmt.name): usd_per_million(catalog, model, fit.fmt, fit.cheapest.configuration) if fit.cheapest else None
+        for page, row, model, fit in rows
+    }
+
+
+def _cost_text(value: float | None, f: Formats) -> str:
+    return "nothing on offer" if value is None else f.money(value, 3)
+
+
+def cost_changes(before: Catalog, after: Catalog, old: dict, new: dict, f: Formats) -> list[str]:
+    """Lines of the diff for the cost per million output tokens: old → new and the change in per cent."""
+    setting = after.rules.api_page
+    if setting is None:
+        return []
+    changed = [key for key in old if key in new and _cost_text(old[key], f) != _cost_text(new[key], f)]
+    load = f"{setting.concurrency} requests of {setting.prompt_tokens:,} prompt and {setting.output_tokens:,} output tokens"
+    lines = [f"Cost per million output tokens at {load}, a roofline estimate ({len(changed)} changed):"]
+    for page, row, column in changed:
+        was, now = old[(page, row, column)], new[(page, row, column)]
+        change = f" ({now / was - 1:+.1%})" if was is not None and now is not None else ""
+        lines.append(f"  {page} | {row} | {column}: {_cost_text(was, f)} → {_cost_text(now, f)}{change}")
+    return lines
+
+
 def _cell_text(cell: Choice | Fit | None, f: Formats) -> str:
     return _offer_text(cell, f) if isinstance(cell, Choice) else _fit_text(cell, f)
 
@@ -432,7 +466,8 @@ def diff(old: Path, new: Path, catalogs: Path) -> str:
     appear, vanish = sorted(set(new_market) - set(old_market)), sorted(set(old_market) - set(new_market))
     lines.append("GPUs that appear: " + (", ".join(f"{names[g]} (from {f.money(new_market[g].lowest_price)})" for g in appear) or "none"))
     lines.append("GPUs that vanish: " + (", ".join(names[g] for g in vanish) or "none"))
-    old_cells, new_cells = table_cells(before), table_cells(after)
+    old_figures, new_figures = site_figures(before), site_figures(after)
+    old_cells, new_cells = table_cells(before, old_figures), table_cells(after, new_figures)
     changes = [
         CellChange(page, row, column, _cell_text(old_cells[key], f), _cell_text(new_cells[key], f))
         for key in old_cells
@@ -441,4 +476,5 @@ def diff(old: Path, new: Path, catalogs: Path) -> str:
     ]
     lines.append(f"Guide-table cells that change ({len(changes)}):")
     lines += [f"  {c.page} | {c.row} | {c.column}: {c.before} → {c.after}" for c in changes]
+    lines += cost_changes(before, after, cost_cells(before, old_figures), cost_cells(after, new_figures), f)
     return "\n".join(lines)

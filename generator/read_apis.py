@@ -3,9 +3,10 @@ them with renting GPUs (api_page): read and validated, every problem as `file:li
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .errors import Problems
 from .load import LineDict, parse_yaml, read_text
@@ -33,7 +34,8 @@ def read_api_page(top: Entry, sources: dict[str, str]) -> ApiPageRules | None:
     }
     low, high = values["min_usd_per_million"], values["max_usd_per_million"]
     if low is not None and high is not None and low >= high:
-        section.report(section.data.line_of("min_usd_per_million"), "min_usd_per_million", f"{low:g} is not less than max_usd_per_million ({high:g})")
+        line = section.data.line_of("min_usd_per_million")
+        section.report(line, "min_usd_per_million", f"{low:g} is not less than max_usd_per_million ({high:g})")
     top.failed = top.failed or section.failed
     return None if section.failed else ApiPageRules(**values)
 
@@ -87,6 +89,7 @@ def _read_price(
     """One price: a provider, a catalog model, plausible prices, a date not after the snapshot, an http(s) source."""
     entry.check_keys(FIELDS)
     money = _usd_per_million(page)
+    weight_format = _known(formats, "weight format", "deployment.weight_formats of rules.yaml")
     fields = dict(
         provider=entry.get("provider", text),
         model=entry.get("model", _known(model_ids, "model", "models.yaml")),
@@ -94,7 +97,7 @@ def _read_price(
         output_usd_per_million=entry.get("output_usd_per_million", money),
         date=entry.get("date", _seen_by(snapshot_day)),
         source=entry.get("source", url),
-        quantization=entry.get("quantization", _known(formats, "weight format", "deployment.weight_formats of rules.yaml"), required=False, default=""),
+        quantization=entry.get("quantization", weight_format, required=False, default=""),
     )
     key = (fields["provider"], fields["model"], fields["quantization"], fields["date"])
     if None not in key and key in seen:
@@ -134,7 +137,10 @@ def _seen_by(snapshot_day: date) -> Callable[[Any], date]:
         if isinstance(value, datetime) or not isinstance(value, date):
             raise Invalid(f"expected a date like 2025-08-12, got {describe(value)}")
         if value > snapshot_day:
-            raise Invalid(f"{value.isoformat()} is after the price snapshot ({snapshot_day.isoformat()}): a price cannot be seen later than the prices it is compared with")
+            raise Invalid(
+                f"{value.isoformat()} is after the price snapshot ({snapshot_day.isoformat()}): "
+                "a price seen later cannot be compared with that market"
+            )
         return value
 
     return check
