@@ -1,0 +1,294 @@
+"""API prices (catalogs/apis.yaml) and the page "Self-hosting or an API?": the catalog validated like the
+others, the page's costs at each utilisation and break-even volume from the fixture catalogs, the
+script agreeing with Python, and the cost per million tokens in `gpumem prices diff`."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpumem.build import build, load_catalog
+from gpumem.compute import Shop
+from gpumem.compute_api import api_guide
+from gpumem.errors import BuildError
+from gpumem.prices import diff
+
+from .conftest import NOW, SNAPSHOT, edit, options_for
+from .project import CATALOGS
+
+APIS = "catalogs/apis.yaml"
+GOOD = "  - {provider: Example API, model: llama-3.1-8b, input_usd_per_million: 0.1, output_usd_per_million: 0.2, date: 2026-10-01, source: https://api.example/p}\n"
+PAGE = "en/guides/self-hosting-vs-api/index.html"
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the fixture catalogs as the working folder, so errors show short paths."""
+    shutil.copytree(CATALOGS, tmp_path / "catalogs")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def problems(root: Path, *entries: str) -> list[str]:
+    (root / APIS).write_text("apis:\n" + "".join(entries))
+    with pytest.raises(BuildError) as raised:
+        load_catalog(root / "catalogs", now=NOW)
+    return raised.value.lines
+
+
+def guide():
+    catalog = load_catalog(CATALOGS, now=NOW)
+    found = api_guide(catalog, Shop(catalog).configurations)
+    assert found is not None
+    return found
+
+
+# ---- the catalog ----
+
+
+def test_the_fixture_prices_are_read_with_their_fields():
+    prices = load_catalog(CATALOGS, now=NOW).api_prices
+    assert [(p.provider, p.model, p.input_usd_per_million, p.output_usd_per_million, str(p.date), p.quantization) for p in prices] == [
+        ("Example API", "llama-3.1-8b", 0.1, 0.2, "2026-10-01", ""),
+        ("Example API", "llama-3.3-70b", 0.6, 0.8, "2026-10-01", "fp8"),
+        ("Other API", "llama-3.3-70b", 0.9, 0.9, "2026-09-15", ""),
+    ]
+
+
+def test_the_project_catalog_covers_enough_models_and_providers():
+    prices = load_catalog(Path(__file__).resolve().parent.parent / "catalogs", now=NOW).api_prices
+    assert len(prices) >= 12 and len({p.model for p in prices}) >= 6 and len({p.provider for p in prices}) >= 3
+    assert all(p.source.startswith("https://") for p in prices)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (GOOD.replace("llama-3.1-8b", "llama-9b"), "Example API llama-9b: model: unknown model 'llama-9b' (not in models.yaml)"),
+        (GOOD.replace("2026-10-01", "2026-13-01"), "Example API llama-3.1-8b: date: expected a date like 2025-08-12, got '2026-13-01'"),
+        (
+            GOOD.replace("2026-10-01", "2026-11-05"),
+            "Example API llama-3.1-8b: date: 2026-11-05 is after the price snapshot (2026-10-31): "
+            "a price seen later cannot be compared with that market",
+        ),
+        (
+            GOOD.replace("input_usd_per_million: 0.1", "input_usd_per_million: 0"),
+            "Example API llama-3.1-8b: input_usd_per_million: expected a positive number, got 0",
+        ),
+        (
+            GOOD.replace("output_usd_per_million: 0.2", "output_usd_per_million: 88"),
+            "Example API llama-3.1-8b: output_usd_per_million: 88 is outside 0.005–50 US$ per million tokens, the range of a plausible "
+            "API price (api_page in rules.yaml): a price in cents, or per thousand tokens?",
+        ),
+        (
+            GOOD.replace("input_usd_per_million: 0.1", "input_usd_per_million: 0.0001"),
+            "Example API llama-3.1-8b: input_usd_per_million: 0.0001 is outside 0.005–50 US$ per million tokens, the range of a plausible "
+            "API price (api_page in rules.yaml): a price in cents, or per thousand tokens?",
+        ),
+        (
+            GOOD.replace("https://api.example/p", "ftp://api.example/p"),
+            "Example API llama-3.1-8b: source: expected a URL starting with https://, got 'ftp://api.example/p'",
+        ),
+        (
+            GOOD.replace("}", ", note: on demand}"),
+            "Example API llama-3.1-8b: note: unknown field (expected one of: provider, model, input_usd_per_million, output_usd_per_million, date, source, quantization)",
+        ),
+        (
+            GOOD.replace("}", ", quantization: fp4}"),
+            "Example API llama-3.1-8b: quantization: unknown weight format 'fp4' (not in deployment.weight_formats of rules.yaml)",
+        ),
+    ],
+)
+def test_each_bad_price_is_one_exact_problem(root, entry, message):
+    assert problems(root, entry) == [f"{APIS}:2: {message}"]
+
+
+def test_a_missing_source_is_named_on_its_entry(root):
+    assert problems(root, GOOD.replace(", source: https://api.example/p", "")) == [
+        f"{APIS}:2: Example API llama-3.1-8b: source: missing field (expected a URL)"
+    ]
+
+
+def test_the_same_price_twice_is_refused(root):
+    assert problems(root, GOOD, GOOD) == [
+        f"{APIS}:3: Example API llama-3.1-8b: date: the same provider, model, quantization and date as the entry on line 2"
+    ]
+
+
+def test_every_bad_entry_is_reported_at_once(root):
+    found = problems(root, GOOD.replace("llama-3.1-8b", "llama-9b"), GOOD.replace("0.2", "-1"))
+    assert found == [
+        f"{APIS}:2: Example API llama-9b: model: unknown model 'llama-9b' (not in models.yaml)",
+        f"{APIS}:3: Example API llama-3.1-8b: output_usd_per_million: expected a positive number, got -1",
+    ]
+
+
+def test_a_file_without_its_list_is_refused(root):
+    (root / APIS).write_text("prices: []\n")
+    with pytest.raises(BuildError) as raised:
+        load_catalog(root / "catalogs", now=NOW)
+    assert raised.value.lines == [
+        f"{APIS}:1: file: prices: unknown field (did you mean 'apis'?)",
+        f"{APIS}:1: file: apis: expected a list of API prices, got nothing",
+    ]
+
+
+def test_no_file_means_no_price(root):
+    (root / APIS).unlink()
+    assert load_catalog(root / "catalogs", now=NOW).api_prices == ()
+
+
+def test_price_bounds_must_be_in_order(root):
+    edit(root / "catalogs/rules.yaml", "min_usd_per_million: 0.005", "min_usd_per_million: 60")
+    line = next(n for n, text in enumerate((root / "catalogs/rules.yaml").read_text().splitlines(), 1) if "min_usd_per_million" in text)
+    with pytest.raises(BuildError) as raised:
+        load_catalog(root / "catalogs", now=NOW)
+    assert raised.value.lines == [
+        f"catalogs/rules.yaml:{line}: rules: api_page.min_usd_per_million: 60 is not less than max_usd_per_million (50)"
+    ]
+
+
+# ---- the page's figures (fixture catalogs: 16 requests of 1,000 + 500 tokens) ----
+
+
+def test_the_cheapest_configuration_per_token_and_its_cost_at_each_utilisation():
+    first = guide().models[0]
+    hosted = first.hosted
+    assert (first.model.id, first.fmt.name, hosted.fit.configuration.count, hosted.fit.configuration.gpu.id) == (
+        "llama-3.1-8b",
+        "bf16",
+        1,
+        "rtx-3090",
+    )
+    assert hosted.fit.configuration.price_per_hour == 0.19
+    assert round(hosted.speed.aggregate_tokens_per_s, 3) == 434.381
+    # $0.19 / (434.381 tokens/s x 3,600 s) x 1e6 = $0.1215 per million at 100 %, ten times that at 10 %
+    assert [round(hosted.at(u), 6) for u in guide().setting.utilisations] == [1.215010, 0.243002, 0.121501]
+
+
+def test_the_break_even_volume_against_an_api():
+    offer = guide().models[0].cheapest_api
+    # The API at this load: $0.20 output + $0.10 input x 1,000 / 500 prompt tokens per output token = $0.40 per million
+    assert offer.usd_per_million_at_load == 0.4
+    # Renting all day: $0.19 x 24 = $4.56, over $0.40 per million = 11.4 million output tokens a day,
+    # 30.4 % of the 434.381 x 86,400 = 37.53 million the RTX 3090 produces at this load
+    assert (offer.breakeven_tokens_per_day, round(offer.breakeven_utilisation, 4), offer.reachable) == (11_400_000.0, 0.3038, True)
+
+
+def test_apis_are_listed_cheapest_at_the_load_first():
+    seventy = guide().models[1]
+    assert [(o.price.provider, round(o.usd_per_million_at_load, 6)) for o in seventy.apis] == [("Example API", 2.0), ("Other API", 2.7)]
+    assert seventy.hosted.fit.configuration.count == 8 and round(seventy.hosted.usd_per_million, 6) == 1.312652
+
+
+def test_a_snapshot_in_another_currency_has_no_comparison(root):
+    snapshot = root / "catalogs/prices" / SNAPSHOT
+    snapshot.write_text(snapshot.read_text().replace("currency: USD", "currency: EUR"))
+    catalog = load_catalog(root / "catalogs", now=NOW)
+    assert api_guide(catalog, Shop(catalog).configurations) is None
+
+
+# ---- the page ----
+
+
+def test_the_page_shows_the_figures(built_site: Path):
+    html = re.sub(r"\s+", " ", (built_site / PAGE).read_text())
+    assert "<td>1 × RTX 3090</td><td>$0.19</td><td>434</td>" in html
+    assert '<td data-usd="1.21501">$1.22</td><td data-usd="0.243002">$0.24</td><td data-usd="0.121501">$0.12</td>' in html
+    assert "<td>$0.40</td><td>11.4 million output tokens a day (30% of what it can produce)</td><td>Oct 1, 2026</td>" in html
+    assert '<a href="https://api.example/pricing" rel="nofollow">Example API</a> <span class="note">serves FP8</span>' in html
+    assert "Llama 3.1 8B against Example API, that is 11.4 million output tokens a day;" in html
+
+
+@pytest.mark.parametrize(
+    ("path", "link"),
+    [
+        ("en/index.html", "/en/guides/self-hosting-vs-api/"),
+        ("en/calculator/index.html", "/en/guides/self-hosting-vs-api/"),
+        ("es/guias/dimensionar-inferencia/index.html", "/es/guias/llm-local-vs-api/"),
+        ("es/calculadora/index.html", "/es/guias/llm-local-vs-api/"),
+    ],
+)
+def test_the_home_page_calculator_and_sizing_guide_link_it(built_site: Path, path: str, link: str):
+    assert f'href="{link}"' in (built_site / path).read_text()
+
+
+def test_the_script_stays_small():
+    assert (Path(__file__).resolve().parent.parent / "templates/static/api.js").stat().st_size <= 3 * 1024
+
+
+# ---- prices diff ----
+
+
+def test_diff_reports_the_cost_per_million_tokens_of_each_row(root):
+    old = root / "catalogs/prices" / SNAPSHOT
+    newer = root / "catalogs/prices/2026-11-07T09-00Z.yaml"
+    text = old.read_text().replace("taken_at: 2026-10-31T16:52:00Z", "taken_at: 2026-11-07T09:00:00Z")
+    newer.write_text(text.replace("price_per_gpu_hour: 0.19,", "price_per_gpu_hour: 0.17,"))
+    report = diff(old, newer, root / "catalogs").splitlines()
+    start = next(i for i, line in enumerate(report) if line.startswith("Cost per million output tokens"))
+    assert (
+        report[start]
+        == "Cost per million output tokens at 16 requests of 1,000 prompt and 500 output tokens, a roofline estimate (206 changed):"
+    )
+    # The RTX 3090 from $0.19 to $0.17 an hour: 0.17 / 0.19 - 1 = -10.5 % on every row it serves
+    assert report[start + 1 : start + 3] == [
+        "  /en/calculator/ | Llama 3.1 8B | bf16: $0.122 → $0.109 (-10.5%)",
+        "  /en/calculator/ | Llama 3.1 8B | fp8: $0.099 → $0.088 (-10.5%)",
+    ]
+    assert "  /en/models/llama-3.1-8b/ | deployment | bf16: $0.122 → $0.109 (-10.5%)" in report
+    assert len(report) == start + 1 + 206
+
+
+def test_diff_of_a_snapshot_with_itself_changes_no_cost(root):
+    old = root / "catalogs/prices" / SNAPSHOT
+    report = diff(old, old, root / "catalogs").splitlines()
+    assert (
+        report[-1]
+        == "Cost per million output tokens at 16 requests of 1,000 prompt and 500 output tokens, a roofline estimate (0 changed):"
+    )
+
+
+def test_the_build_writes_the_page_in_every_language(root):
+    shutil.copytree(Path(__file__).resolve().parent.parent / "content", root / "content")
+    build(options_for(root), now=NOW)
+    for path in (
+        "es/guias/llm-local-vs-api",
+        "en/guides/self-hosting-vs-api",
+        "pt/guias/llm-local-vs-api",
+        "fr/guides/llm-auto-heberge-ou-api",
+        "de/ratgeber/llm-selbst-hosten-oder-api",
+    ):
+        assert (root / "site" / path / "index.html").is_file()
+
+
+# ---- the script (Chromium) ----
+
+
+def test_the_script_recomputes_the_cost_like_python(page, site_url: str):
+    page.goto(site_url + "/en/guides/self-hosting-vs-api/")
+    found = guide()
+    for comparison in found.models:
+        for utilisation in (*found.setting.utilisations, 0.375, 0.07):
+            full = comparison.hosted.usd_per_million
+            assert page.evaluate("([full, u]) => window.gpumemApi.cost(full, u)", [full, utilisation]) == comparison.hosted.at(utilisation)
+    page.fill("#api-utilisation", "37.5")
+    cells = page.eval_on_selector_all(
+        "[data-api-model]", "cells => cells.map(c => [c.dataset.apiModel, Number(c.dataset.usd), c.textContent])"
+    )
+    assert cells == [
+        ["llama-3.1-8b", found.models[0].hosted.at(0.375), "$0.32 (cheaper than the cheapest API)"],
+        ["llama-3.3-70b", found.models[1].hosted.at(0.375), "$3.50 (dearer than the cheapest API)"],
+    ]
+
+
+def test_the_script_refuses_a_utilisation_out_of_range(page, site_url: str):
+    page.goto(site_url + "/en/guides/self-hosting-vs-api/")
+    assert page.is_visible("#api-form")
+    for value in ("0", "120", "", "-5"):
+        page.fill("#api-utilisation", value)
+        assert page.text_content("#api-utilisation-error") == "Enter a percentage above 0 and at most 100."
+        assert page.eval_on_selector_all("[data-api-model]", "cells => cells.map(c => c.textContent)") == ["—", "—"]
