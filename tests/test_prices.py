@@ -155,7 +155,9 @@ def test_diff_names_prices_and_cells_that_change(root):
         "  /en/guides/gpu-memory/ | serving 32B (Qwen2.5 32B (Instruct)) | bf16: 1 × H100/A100 80GB $2.07/h → 1 × H100/A100 80GB $1.87/h"
         in report
     )
-    assert all(" → " in line for line in report[6:]) and len(report) == 6 + 70
+    assert all(" → " in line for line in report[6:76]) and len(report) == 6 + 70 + 1
+    # No deployment row's configuration is an H100: no cost per million tokens changes
+    assert report[76] == "Cost per million output tokens at 16 requests of 1,000 prompt and 500 output tokens, a roofline estimate (0 changed):"
 
 
 def test_diff_lists_gpus_that_appear_and_vanish(root):
@@ -184,6 +186,7 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
         [
             "404.html",
             *(f"{lang}/404.html" for lang in ("es", "en", "pt", "fr", "de")),
+            "assets/api.js",
             "assets/calculator.js",
             "assets/favicon.svg",
             "assets/style.css",
@@ -209,7 +212,7 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
             ]
         ]
     )
-    assert len(changed) == 310  # every page that shows prices, the two index pages and the fine-tuning guide in each language among them
+    assert len(changed) == 315  # every page that shows prices, the two index pages, the fine-tuning and API guides in each language among them
     prices_page = (site / "en/prices/index.html").read_text()
     assert "<li>Oct 31, 2026, 16:52 UTC</li>" in prices_page
     assert "$1.87" in prices_page
