@@ -156,11 +156,13 @@ def api_offer(price: ApiPrice, rules: ApiPageRules, hosted: SelfHosted | None) -
 
 
 def api_guide(catalog: Catalog, configurations: Iterable[Configuration]) -> ApiGuide | None:
-    """Every catalog model with an API price, in catalog order; None when rules.yaml lacks what the page needs
-    or the snapshot is not priced in US dollars, as API prices are."""
+    """Every catalog model with an API price, in catalog order; None when rules.yaml lacks what the page needs,
+    and no model when the snapshot is not priced in US dollars, as API prices are."""
     rules = catalog.rules
-    if rules.api_page is None or rules.deployment is None or rules.speed is None or catalog.snapshot.currency != API_CURRENCY:
+    if rules.api_page is None or rules.deployment is None or rules.speed is None:
         return None
+    if catalog.snapshot.currency != API_CURRENCY:
+        return ApiGuide(rules.api_page, ())
     offered = tuple(configurations)
     found = []
     for model in catalog.models:

@@ -188,7 +188,12 @@ def test_a_snapshot_in_another_currency_has_no_comparison(root):
     snapshot = root / "catalogs/prices" / SNAPSHOT
     snapshot.write_text(snapshot.read_text().replace("currency: USD", "currency: EUR"))
     catalog = load_catalog(root / "catalogs", now=NOW)
-    assert api_guide(catalog, Shop(catalog).configurations) is None
+    assert api_guide(catalog, Shop(catalog).configurations).models == ()
+    shutil.copytree(Path(__file__).resolve().parent.parent / "content", root / "content")
+    build(options_for(root), now=NOW)
+    html = (root / "site" / PAGE).read_text()
+    assert "No comparison can be drawn here: it needs API prices (catalogs/apis.yaml) and a price snapshot in US dollars." in html
+    assert 'id="api-costs"' not in html
 
 
 # ---- the page ----
@@ -200,7 +205,12 @@ def test_the_page_shows_the_figures(built_site: Path):
     assert '<td data-usd="1.21501">$1.22</td><td data-usd="0.243002">$0.24</td><td data-usd="0.121501">$0.12</td>' in html
     assert "<td>$0.40</td><td>11.4 million output tokens a day (30% of what it can produce)</td><td>Oct 1, 2026</td>" in html
     assert '<a href="https://api.example/pricing" rel="nofollow">Example API</a> <span class="note">serves FP8</span>' in html
-    assert "Llama 3.1 8B against Example API, that is 11.4 million output tokens a day;" in html
+    assert (
+        "Take Llama 3.1 8B: the cheapest configuration per token on offer is 1 × RTX 3090 at $0.19 per hour. At this load it produces "
+        "about 434 output tokens per second, so a million output tokens costs $0.12 when it never rests and $1.22 when it is busy 10% "
+        "of the time. Renting it all day costs the same as Example API at 11.4 million output tokens a day; at this load the "
+        "configuration produces at most 37.5 million a day."
+    ) in html
 
 
 @pytest.mark.parametrize(
