@@ -157,7 +157,10 @@ def test_diff_names_prices_and_cells_that_change(root):
     )
     assert all(" → " in line for line in report[6:76]) and len(report) == 6 + 70 + 1
     # No deployment row's configuration is an H100: no cost per million tokens changes
-    assert report[76] == "Cost per million output tokens at 16 requests of 1,000 prompt and 500 output tokens, a roofline estimate (0 changed):"
+    assert (
+        report[76]
+        == "Cost per million output tokens at 16 requests of 1,000 prompt and 500 output tokens, a roofline estimate (0 changed):"
+    )
 
 
 def test_diff_lists_gpus_that_appear_and_vanish(root):
@@ -212,7 +215,9 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
             ]
         ]
     )
-    assert len(changed) == 315  # every page that shows prices, the two index pages, the fine-tuning and API guides in each language among them
+    assert (
+        len(changed) == 315
+    )  # every page that shows prices, the two index pages, the fine-tuning and API guides in each language among them
     prices_page = (site / "en/prices/index.html").read_text()
     assert "<li>Oct 31, 2026, 16:52 UTC</li>" in prices_page
     assert "$1.87" in prices_page
