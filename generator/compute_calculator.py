@@ -6,8 +6,9 @@ import urllib.parse
 from dataclasses import dataclass
 from decimal import Decimal
 
-from . import deployment, hf_config, memory, sizing
-from .compute import Shop, room_gb
+from . import compute_training, deployment, hf_config, memory, sizing
+from . import training as engine
+from .compute import Shop
 from .compute_pages import FormatFit, format_fit
 from .records import Architecture, Catalog, Experts, Gpu, Model, WeightFormat
 from .sizing import Choice, Configuration, Fit
@@ -32,6 +33,19 @@ COUNTING = {
 RUNTIME_NAMES = {"vllm": "vLLM", "llama.cpp": "llama.cpp"}
 # With its script, the calculator lists this many configurations (the cheapest) and a button shows the rest.
 SHOWN_CONFIGURATIONS = 5
+# The fine-tuning modes' fields (after the serving ones in the script's FIELDS), LoRA's among them, and the
+# parts of a run the page lists, with the data-result each is written to.
+ARCH_FIELDS = ("params", "layers", "heads", "kv_heads", "head_dim", "hidden", "vocab", "tied", "intermediate", "experts", "experts_active", "expert_width")
+TRAINING_FIELDS = ("seq", "micro_batch", "checkpointing", "flash_attention", "optimizer", "precision", "lora_rank", "lora_targets", "zero", "offload")
+LORA_FIELDS = ("lora_rank", "lora_targets")
+TRAINING_PARTS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer", "activations": "activations", "overhead": "runtime"}
+TRAINING_RESULTS = {
+    "weights": "weights-per-gpu-gb",
+    "gradients": "gradients-gb",
+    "optimizer": "optimizer-gb",
+    "activations": "activations-gb",
+    "overhead": "runtime-gb",
+}
 RELEASE_METHODS = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq", "bitsandbytes": "nf4"}
 
 
@@ -101,14 +115,50 @@ def serving(catalog: Catalog, shop: Shop, model: Model, weights: str, kv: str, g
 
 
 @dataclass(frozen=True)
+class Tuning:
+    """A fine-tuning mode: the run's memory per GPU, and the configurations of that many GPUs on offer whose
+    cards hold it, cheapest first (as gpumem estimate --mode lists them)."""
+
+    setup: engine.TrainingSetup
+    need: engine.Training
+    fits: tuple[Configuration, ...]
+
+    @property
+    def total_bytes(self) -> float:
+        return self.need.total_bytes_per_gpu * self.need.gpus
+
+
+def tuning(catalog: Catalog, model: Model, fields: dict[str, str]) -> Tuning:
+    """What the calculator shows in a fine-tuning mode for the form's fields."""
+    rules, dep = catalog.rules.training, catalog.rules.deployment
+    assert rules is not None and dep is not None  # a calculator is built only with a training block
+    mode, lora = fields["mode"], fields["mode"] != "full"
+    setup = engine.TrainingSetup(
+        method=mode,
+        seq=int(fields["seq"]),
+        micro_batch=int(fields["micro_batch"]),
+        checkpointing=fields["checkpointing"],
+        flash_attention=fields["flash_attention"] == "on",
+        optimizer=fields["optimizer"],
+        precision=fields["precision"],
+        lora_rank=int(fields["lora_rank"]) if lora else 0,
+        lora_targets=engine.targets_of(fields["lora_targets"], model.arch) if lora else (),
+        zero=int(fields["zero"]),
+        gpus=int(fields["gpus"]),
+        offload_optimizer=fields["offload"] == "on",
+    )
+    need = engine.training(model, setup, rules, dep)
+    offered = sizing.offered_configurations(catalog.gpus, catalog.snapshot.offers, (setup.gpus,))
+    return Tuning(setup, need, tuple(compute_training.holding(need.total_bytes_per_gpu, offered)))
+
+
+@dataclass(frozen=True)
 class CalculatorState:
     """The calculator's opening state, worked out at build time so the page shows it before any script runs."""
 
     fields: dict[str, str]
-    need: memory.Breakdown
-    choices: tuple[tuple[Configuration, bool], ...]
-    valid_counts: tuple[int, ...]
     serving: Serving | None = None
+    tuning: Tuning | None = None
 
     @property
     def query(self) -> str:
@@ -116,11 +166,11 @@ class CalculatorState:
 
     @property
     def total(self) -> float:
-        return self.serving.total_bytes / 1e9 if self.serving else self.need.total
+        return (self.serving.total_bytes if self.serving else self.tuning.total_bytes) / 1e9  # type: ignore[union-attr]
 
     @property
     def parts(self) -> tuple[tuple[str, float], ...]:
-        """The parts a mode has (the others are zero), in the order the page lists them; per GPU when serving."""
+        """The parts of the mode per GPU, in the order the page lists them."""
         if self.serving:
             need = self.serving.need
             return (
@@ -128,13 +178,18 @@ class CalculatorState:
                 ("kv_cache", need.kv_cache_bytes_per_gpu / 1e9),
                 ("overhead", need.runtime_bytes_per_gpu / 1e9),
             )
-        names = ("weights", "kv_cache", "gradients", "optimizer", "overhead")
-        return tuple((name, getattr(self.need, name)) for name in names if getattr(self.need, name))
+        run = self.tuning.need  # type: ignore[union-attr]
+        return tuple((name, getattr(run, f"{part}_bytes_per_gpu") / 1e9) for name, part in TRAINING_PARTS.items())
+
+    @property
+    def per_gpu(self) -> float:
+        need = self.serving.need if self.serving else self.tuning.need  # type: ignore[union-attr]
+        return need.total_bytes_per_gpu / 1e9
 
     @property
     def values(self) -> dict[str, str]:
         """data-value of each result, as the script writes it (GB, decimal)."""
-        found = {"total-gb": js_number(self.total)}
+        found = {"total-gb": js_number(self.total), "per-gpu-gb": js_number(self.per_gpu)}
         if self.serving:
             need = self.serving.need
             found.update(
@@ -143,9 +198,10 @@ class CalculatorState:
                     "weights-per-gpu-gb": js_number(need.weights_bytes_per_gpu / 1e9),
                     "kv-gb": js_number(need.kv_cache_bytes_per_gpu / 1e9),
                     "runtime-gb": js_number(need.runtime_bytes_per_gpu / 1e9),
-                    "per-gpu-gb": js_number(need.total_bytes_per_gpu / 1e9),
                 }
             )
+        else:
+            found.update({TRAINING_RESULTS[name]: js_number(value) for name, value in self.parts})
         return found
 
 
@@ -169,16 +225,48 @@ def model_fields(model: Model) -> dict[str, str]:
     }
 
 
+def applies(name: str, mode: str) -> bool:
+    """Whether a field counts in a mode (the others are hidden and left out of links), as the script's `applies`."""
+    if mode == "serve":
+        return name not in TRAINING_FIELDS
+    if name in LORA_FIELDS:
+        return mode != "full"
+    return name in ("model", *ARCH_FIELDS, "mode", "gpus", *TRAINING_FIELDS)
+
+
 def calculator_query(fields: dict[str, str]) -> str:
     """The URL query of a calculator state, as its script's fromQuery reads it (and toQuery writes it)."""
-    return urllib.parse.urlencode(fields)
+    return urllib.parse.urlencode({name: value for name, value in fields.items() if applies(name, fields["mode"])})
 
 
-def state_fields(model: Model, mode: str, weights: str, kv: str, gpus: int, batch: int, context: int) -> dict[str, str]:
+def state_fields(
+    model: Model, mode: str, weights: str, kv: str, gpus: int, batch: int, context: int, training: dict[str, str] | None = None
+) -> dict[str, str]:
     """Every field of the calculator's form for a preset, in the order of its script's FIELDS."""
     fields = {"model": model.id, **model_fields(model), "mode": mode, "weights": weights, "kv": kv}
     fields.update({"gpus": str(gpus), "batch": str(batch), "context": str(context)})
-    return fields
+    return {**fields, **(training or {})}
+
+
+def training_fields(catalog: Catalog, mode: str) -> dict[str, str]:
+    """The fine-tuning fields at gpumem estimate's defaults (rules.yaml's training.defaults and the flags' own),
+    the precision the mode's (the first method's while serving)."""
+    rules = catalog.rules.training
+    assert rules is not None and rules.defaults is not None
+    d, flags = rules.defaults, engine.FLAG_DEFAULTS
+    precision = d.precision.get(mode, d.precision[engine.METHODS[0]])
+    return {
+        "seq": str(d.seq),
+        "micro_batch": str(d.micro_batch),
+        "checkpointing": flags["checkpointing"],
+        "flash_attention": flags["flash_attention"],
+        "optimizer": flags["optimizer"],
+        "precision": precision,
+        "lora_rank": str(d.lora_rank),
+        "lora_targets": d.lora_targets,
+        "zero": str(flags["zero"]),
+        "offload": "on" if flags["offload_optimizer"] else "off",
+    }
 
 
 def model_query(catalog: Catalog, model: Model, context: int, gpus: int) -> str:
@@ -192,15 +280,11 @@ def calculator_default(catalog: Catalog, shop: Shop) -> CalculatorState:
     """The opening state of rules.yaml, computed the way the calculator's script computes it."""
     d = catalog.rules.calculator_defaults
     model = catalog.model(d["model"])
-    arch = model.arch
     gpus = default_gpus(catalog)
-    fields = state_fields(model, d["mode"], d["weights"], d["kv"], gpus, d["batch"], d["context"])
+    fields = state_fields(model, d["mode"], d["weights"], d["kv"], gpus, d["batch"], d["context"], training_fields(catalog, d["mode"]))
     if d["mode"] == "serve":
-        found = serving(catalog, shop, model, d["weights"], d["kv"], gpus, d["context"], d["batch"])
-        return CalculatorState(fields, memory.Breakdown(0.0), (), found.valid_counts, found)
-    need = memory.memory_need(catalog.rules, arch, model.params_b, d["mode"], d["weights"], d["kv"], d["context"], d["batch"])
-    choices = calculator_choices(catalog, shop, arch, d["mode"], d["kv"], d["context"], need.total)
-    return CalculatorState(fields, need, choices, sizing.valid_counts(catalog.rules.gpu_counts, arch.heads))
+        return CalculatorState(fields, serving=serving(catalog, shop, model, d["weights"], d["kv"], gpus, d["context"], d["batch"]))
+    return CalculatorState(fields, tuning=tuning(catalog, model, fields))
 
 
 def default_gpus(catalog: Catalog) -> int:
@@ -246,23 +330,6 @@ def single_card_need(catalog: Catalog, model: Model, weights: str, tokens: int, 
     batch = deployment.batch_defaults(rules, gpu.runtime_bytes, gpu.id)
     need = deployment.deployment(rules, model, rules.weight_formats[weights], rules.kv_formats["bf16"], 1, tokens, 1, batch)
     return need.total_bytes_per_gpu
-
-
-def calculator_extra_gb(catalog: Catalog, arch: Architecture, mode: str, kv_precision: str, context: int) -> float:
-    """Room a comfortable fit leaves in the calculator: none when training, else at the chosen context."""
-    return room_gb(catalog, arch, kv_precision, context) if mode == "serve" else 0.0
-
-
-def calculator_choices(
-    catalog: Catalog, shop: Shop, arch: Architecture, mode: str, kv_precision: str, context: int, need_gb: float
-) -> tuple[tuple[Configuration, bool], ...]:
-    """Every configuration on offer that holds the need, cheapest first (as sizing.deployment_fits
-    ranks them), each flagged tight or not."""
-    rules = catalog.rules
-    extra = calculator_extra_gb(catalog, arch, mode, kv_precision, context)
-    holding = [c for c in shop.configurations if c.memory_gb >= need_gb and (mode != "serve" or arch.heads % c.count == 0)]
-    cheapest_first = sorted(holding, key=lambda c: (c.price_per_hour, c.total_gpus, c.gpu.id))
-    return tuple((c, sizing.is_tight(need_gb, c.memory_gb, extra, rules.min_free_fraction)) for c in cheapest_first)
 
 
 def calculator_data(catalog: Catalog, shop: Shop) -> dict:
@@ -321,6 +388,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
         "currency": catalog.snapshot.currency,
         "models": models,
         "gpus": {c.gpu.id: {"memory": c.gpu.memory_gb, "runtimeBytes": c.gpu.runtime_bytes} for c in offered},
+        "machines": machines(catalog),
         "configurations": [{"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "price": c.price_per_hour} for c in offered],
         "weightFormats": {
             f.name: {"label": f.label, "bits": f.bits, "scope": f.scope, "runtime": f.runtime, **({"padTo": f.pad_to} if f.pad_to else {})}
@@ -345,6 +413,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "kvAnyRuntime": list(KV_ANY_RUNTIME),
             "runtimeNames": RUNTIME_NAMES,
         },
+        "training": training_data(catalog),
         "counting": {
             **COUNTING,
             "architectures": list(hf_config.ARCHITECTURES),
@@ -354,6 +423,38 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "releaseMethods": RELEASE_METHODS,
         },
     }
+
+
+def training_data(catalog: Catalog) -> dict:
+    """The training engine's constants for the script (training.js), and the fields' defaults and choices."""
+    rules = catalog.rules.training
+    assert rules is not None and rules.defaults is not None
+    return {
+        "precisions": {p.name: [p.weights, p.gradients, p.master, p.states] for p in rules.precisions.values()},
+        "optimizers": {o.name: [o.states, o.state_bytes, int(o.paged), int(o.factored)] for o in rules.optimizers.values()},
+        "base": rules.base_formats,
+        "layerBytes": rules.layer_bytes,
+        "scoreBytes": rules.score_bytes,
+        "checkpointBytes": rules.checkpoint_bytes,
+        "normBytes": rules.norm_bytes,
+        "logitBytes": rules.logit_bytes,
+        "gatheredLayers": rules.gathered_layers,
+        "targets": engine.TARGETS,
+        "checkpointing": engine.CHECKPOINTING,
+        "zero": engine.ZERO_STAGES,
+        "defaults": {**training_fields(catalog, engine.METHODS[0]), "precision": rules.defaults.precision},
+    }
+
+
+def machines(catalog: Catalog) -> dict[str, list[list[float]]]:
+    """Per GPU, each machine size on offer with its lowest price per GPU-hour: what sizing.offered_configurations
+    prices n GPUs from (n x the lowest price of a machine holding at least n), for any n the script is given."""
+    found: dict[str, dict[int, float]] = {}
+    for offer in catalog.snapshot.offers:
+        sizes = found.setdefault(offer.gpu, {})
+        sizes[offer.gpus] = min(sizes.get(offer.gpus, offer.price_per_gpu_hour), offer.price_per_gpu_hour)
+    known = {gpu.id for gpu in catalog.gpus}
+    return {gpu: [[size, price] for size, price in sorted(sizes.items())] for gpu, sizes in sorted(found.items()) if gpu in known}
 
 
 def experts_data(experts: Experts | None) -> dict | None:

@@ -34,6 +34,9 @@ TARGETS = {
     "all": MODULES,
 }
 
+# What a setting rules.yaml's training.defaults leaves out means when not given (gpumem estimate and the calculator).
+FLAG_DEFAULTS = {"checkpointing": "full", "flash_attention": "on", "optimizer": "adamw", "zero": 0, "offload_optimizer": False}
+
 
 class TrainingError(ValueError):
     """A combination of settings no trainer runs, said in one sentence."""
