@@ -35,10 +35,40 @@ RUNTIME_NAMES = {"vllm": "vLLM", "llama.cpp": "llama.cpp"}
 SHOWN_CONFIGURATIONS = 5
 # The fine-tuning modes' fields (after the serving ones in the script's FIELDS), LoRA's among them, and the
 # parts of a run the page lists, with the data-result each is written to.
-ARCH_FIELDS = ("params", "layers", "heads", "kv_heads", "head_dim", "hidden", "vocab", "tied", "intermediate", "experts", "experts_active", "expert_width")
-TRAINING_FIELDS = ("seq", "micro_batch", "checkpointing", "flash_attention", "optimizer", "precision", "lora_rank", "lora_targets", "zero", "offload")
+ARCH_FIELDS = (
+    "params",
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "hidden",
+    "vocab",
+    "tied",
+    "intermediate",
+    "experts",
+    "experts_active",
+    "expert_width",
+)
+TRAINING_FIELDS = (
+    "seq",
+    "micro_batch",
+    "checkpointing",
+    "flash_attention",
+    "optimizer",
+    "precision",
+    "lora_rank",
+    "lora_targets",
+    "zero",
+    "offload",
+)
 LORA_FIELDS = ("lora_rank", "lora_targets")
-TRAINING_PARTS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer", "activations": "activations", "overhead": "runtime"}
+TRAINING_PARTS = {
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer": "optimizer",
+    "activations": "activations",
+    "overhead": "runtime",
+}
 TRAINING_RESULTS = {
     "weights": "weights-per-gpu-gb",
     "gradients": "gradients-gb",
@@ -66,6 +96,16 @@ class CalculatorPage:
     default: CalculatorState
     small_card_gb: float = 0.0
     formats: tuple[WeightFormat, ...] = ()
+    tuning_model: Model | None = None  # LoRA at the fine-tuning fields' defaults on the opening model: the page's example
+    tuning_example: Tuning | None = None
+
+    @property
+    def tuning_gb(self) -> float:
+        return self.tuning_example.need.total_bytes_per_gpu / 1e9 if self.tuning_example else 0.0
+
+    @property
+    def tuning_activations_gb(self) -> float:
+        return self.tuning_example.need.activations_bytes_per_gpu / 1e9 if self.tuning_example else 0.0
 
 
 def js_number(value: float) -> str:
@@ -306,6 +346,7 @@ def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
     holding = [g for g in catalog.gpus if small_needs[g.id] < deployment.budget_bytes(rules.deployment, g.runtime_bytes)]
     smallest = min((g.memory_gb for g in holding), default=None)
     cards = tuple(sorted((g for g in holding if g.memory_gb == smallest), key=lambda g: g.name))
+    example = catalog.model(rules.calculator_defaults["model"])
     return CalculatorPage(
         rows=rows,
         formats=formats,
@@ -320,6 +361,8 @@ def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
         small_cards=cards,
         default=calculator_default(catalog, shop),
         small_card_gb=smallest or 0.0,
+        tuning_model=example,
+        tuning_example=tuning(catalog, example, state_fields(example, "lora", "bf16", "bf16", 1, 1, 1, training_fields(catalog, "lora"))),
     )
 
 

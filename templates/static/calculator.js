@@ -540,7 +540,7 @@
       summary.appendChild(first);
       renderParts([["weights", "weights-per-gpu-gb", run.weights], ["gradients", "gradients-gb", run.gradients],
         ["optimizer", "optimizer-gb", run.optimizer], ["activations", "activations-gb", run.activations],
-        ["overhead", "runtime-gb", run.runtime]], run.perGpu / 1e9);
+        ["overhead", "runtime-gb", run.runtime]], run.perGpu / 1e9, { overhead: "cuda" });
       renderList(run.fits, function (c) {
         return fill(text.trainOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price), memory: gb(c.card / 1e9) });
       }, null);
@@ -548,13 +548,13 @@
       root.querySelector("#calc-note").textContent = text.trainNote;
     }
 
-    // The parts list and bar: [part, data-result, bytes] per GPU, out of `whole` GB.
-    function renderParts(parts, whole) {
+    // The parts list and bar: [part, data-result, bytes] per GPU, out of `whole` GB; `relabel`: labels not the part's.
+    function renderParts(parts, whole, relabel) {
       var list = root.querySelector("#calc-parts"), bar = root.querySelector("#calc-bar"), labels = [];
       list.textContent = "";
       bar.textContent = "";
       parts.forEach(function (part) {
-        var value = part[2] / 1e9, label = text.serveParts[part[0]], index = PARTS.indexOf(part[0]);
+        var value = part[2] / 1e9, label = text.serveParts[(relabel || {})[part[0]] || part[0]], index = PARTS.indexOf(part[0]);
         var item = element("li", label + " ", { "class": "part-" + index });
         item.appendChild(result("span", part[1], value));
         list.appendChild(item);
