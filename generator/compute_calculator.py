@@ -6,9 +6,11 @@ import urllib.parse
 from dataclasses import dataclass
 from decimal import Decimal
 
-from . import compute_training, deployment, hf_config, memory, sizing
-from . import training as engine
+from . import deployment, hf_config, memory, sizing
 from .compute import Shop
+from .compute_calculator_training import LORA_FIELDS, TRAINING_FIELDS, TRAINING_PARTS, TRAINING_RESULTS, Tuning, machines, training_data
+from .compute_calculator_training import training_fields as training_fields
+from .compute_calculator_training import tuning as tuning
 from .compute_pages import FormatFit, format_fit
 from .records import Architecture, Catalog, Experts, Gpu, Model, WeightFormat
 from .sizing import Choice, Configuration, Fit
@@ -33,8 +35,7 @@ COUNTING = {
 RUNTIME_NAMES = {"vllm": "vLLM", "llama.cpp": "llama.cpp"}
 # With its script, the calculator lists this many configurations (the cheapest) and a button shows the rest.
 SHOWN_CONFIGURATIONS = 5
-# The fine-tuning modes' fields (after the serving ones in the script's FIELDS), LoRA's among them, and the
-# parts of a run the page lists, with the data-result each is written to.
+# The model fields of the form, in the order of the script's ARCH.
 ARCH_FIELDS = (
     "params",
     "layers",
@@ -49,33 +50,6 @@ ARCH_FIELDS = (
     "experts_active",
     "expert_width",
 )
-TRAINING_FIELDS = (
-    "seq",
-    "micro_batch",
-    "checkpointing",
-    "flash_attention",
-    "optimizer",
-    "precision",
-    "lora_rank",
-    "lora_targets",
-    "zero",
-    "offload",
-)
-LORA_FIELDS = ("lora_rank", "lora_targets")
-TRAINING_PARTS = {
-    "weights": "weights",
-    "gradients": "gradients",
-    "optimizer": "optimizer",
-    "activations": "activations",
-    "overhead": "runtime",
-}
-TRAINING_RESULTS = {
-    "weights": "weights-per-gpu-gb",
-    "gradients": "gradients-gb",
-    "optimizer": "optimizer-gb",
-    "activations": "activations-gb",
-    "overhead": "runtime-gb",
-}
 RELEASE_METHODS = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq", "bitsandbytes": "nf4"}
 
 
@@ -152,44 +126,6 @@ def serving(catalog: Catalog, shop: Shop, model: Model, weights: str, kv: str, g
     counts = catalog.rules.gpu_counts
     valid = deployment.valid_gpu_counts(model.arch, counts) if fmt.runtime == "vllm" else counts
     return Serving(need, fits, fmt.runtime, valid)
-
-
-@dataclass(frozen=True)
-class Tuning:
-    """A fine-tuning mode: the run's memory per GPU, and the configurations of that many GPUs on offer whose
-    cards hold it, cheapest first (as gpumem estimate --mode lists them)."""
-
-    setup: engine.TrainingSetup
-    need: engine.Training
-    fits: tuple[Configuration, ...]
-
-    @property
-    def total_bytes(self) -> float:
-        return self.need.total_bytes_per_gpu * self.need.gpus
-
-
-def tuning(catalog: Catalog, model: Model, fields: dict[str, str]) -> Tuning:
-    """What the calculator shows in a fine-tuning mode for the form's fields."""
-    rules, dep = catalog.rules.training, catalog.rules.deployment
-    assert rules is not None and dep is not None  # a calculator is built only with a training block
-    mode, lora = fields["mode"], fields["mode"] != "full"
-    setup = engine.TrainingSetup(
-        method=mode,
-        seq=int(fields["seq"]),
-        micro_batch=int(fields["micro_batch"]),
-        checkpointing=fields["checkpointing"],
-        flash_attention=fields["flash_attention"] == "on",
-        optimizer=fields["optimizer"],
-        precision=fields["precision"],
-        lora_rank=int(fields["lora_rank"]) if lora else 0,
-        lora_targets=engine.targets_of(fields["lora_targets"], model.arch) if lora else (),
-        zero=int(fields["zero"]),
-        gpus=int(fields["gpus"]),
-        offload_optimizer=fields["offload"] == "on",
-    )
-    need = engine.training(model, setup, rules, dep)
-    offered = sizing.offered_configurations(catalog.gpus, catalog.snapshot.offers, (setup.gpus,))
-    return Tuning(setup, need, tuple(compute_training.holding(need.total_bytes_per_gpu, offered)))
 
 
 @dataclass(frozen=True)
@@ -286,27 +222,6 @@ def state_fields(
     fields = {"model": model.id, **model_fields(model), "mode": mode, "weights": weights, "kv": kv}
     fields.update({"gpus": str(gpus), "batch": str(batch), "context": str(context)})
     return {**fields, **(training or {})}
-
-
-def training_fields(catalog: Catalog, mode: str) -> dict[str, str]:
-    """The fine-tuning fields at gpumem estimate's defaults (rules.yaml's training.defaults and the flags' own),
-    the precision the mode's (the first method's while serving)."""
-    rules = catalog.rules.training
-    assert rules is not None and rules.defaults is not None
-    d, flags = rules.defaults, engine.FLAG_DEFAULTS
-    precision = d.precision.get(mode, d.precision[engine.METHODS[0]])
-    return {
-        "seq": str(d.seq),
-        "micro_batch": str(d.micro_batch),
-        "checkpointing": flags["checkpointing"],
-        "flash_attention": flags["flash_attention"],
-        "optimizer": flags["optimizer"],
-        "precision": precision,
-        "lora_rank": str(d.lora_rank),
-        "lora_targets": d.lora_targets,
-        "zero": str(flags["zero"]),
-        "offload": "on" if flags["offload_optimizer"] else "off",
-    }
 
 
 def model_query(catalog: Catalog, model: Model, context: int, gpus: int) -> str:
@@ -466,38 +381,6 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "releaseMethods": RELEASE_METHODS,
         },
     }
-
-
-def training_data(catalog: Catalog) -> dict:
-    """The training engine's constants for the script (training.js), and the fields' defaults and choices."""
-    rules = catalog.rules.training
-    assert rules is not None and rules.defaults is not None
-    return {
-        "precisions": {p.name: [p.weights, p.gradients, p.master, p.states] for p in rules.precisions.values()},
-        "optimizers": {o.name: [o.states, o.state_bytes, int(o.paged), int(o.factored)] for o in rules.optimizers.values()},
-        "base": rules.base_formats,
-        "layerBytes": rules.layer_bytes,
-        "scoreBytes": rules.score_bytes,
-        "checkpointBytes": rules.checkpoint_bytes,
-        "normBytes": rules.norm_bytes,
-        "logitBytes": rules.logit_bytes,
-        "gatheredLayers": rules.gathered_layers,
-        "targets": engine.TARGETS,
-        "checkpointing": engine.CHECKPOINTING,
-        "zero": engine.ZERO_STAGES,
-        "defaults": {**training_fields(catalog, engine.METHODS[0]), "precision": rules.defaults.precision},
-    }
-
-
-def machines(catalog: Catalog) -> dict[str, list[list[float]]]:
-    """Per GPU, each machine size on offer with its lowest price per GPU-hour: what sizing.offered_configurations
-    prices n GPUs from (n x the lowest price of a machine holding at least n), for any n the script is given."""
-    found: dict[str, dict[int, float]] = {}
-    for offer in catalog.snapshot.offers:
-        sizes = found.setdefault(offer.gpu, {})
-        sizes[offer.gpus] = min(sizes.get(offer.gpus, offer.price_per_gpu_hour), offer.price_per_gpu_hour)
-    known = {gpu.id for gpu in catalog.gpus}
-    return {gpu: [[size, price] for size, price in sorted(sizes.items())] for gpu, sizes in sorted(found.items()) if gpu in known}
 
 
 def experts_data(experts: Experts | None) -> dict | None:
