@@ -8,7 +8,16 @@ from decimal import Decimal
 
 from . import deployment, hf_config, memory, sizing
 from .compute import Shop
-from .compute_calculator_training import LORA_FIELDS, TRAINING_FIELDS, TRAINING_PARTS, TRAINING_RESULTS, Tuning, machines, training_data
+from .compute_calculator_training import (
+    LORA_FIELDS,
+    QLORA_FIELDS,
+    TRAINING_FIELDS,
+    TRAINING_PARTS,
+    TRAINING_RESULTS,
+    Tuning,
+    machines,
+    training_data,
+)
 from .compute_calculator_training import training_fields as training_fields
 from .compute_calculator_training import tuning as tuning
 from .compute_pages import FormatFit, format_fit
@@ -207,6 +216,8 @@ def applies(name: str, mode: str) -> bool:
         return name not in TRAINING_FIELDS
     if name in LORA_FIELDS:
         return mode != "full"
+    if name in QLORA_FIELDS:
+        return mode == "qlora"
     return name in ("model", *ARCH_FIELDS, "mode", "gpus", *TRAINING_FIELDS)
 
 

@@ -23,8 +23,10 @@ TRAINING_FIELDS = (
     "lora_targets",
     "zero",
     "offload",
+    "fp32_unquantized",
 )
 LORA_FIELDS = ("lora_rank", "lora_targets")
+QLORA_FIELDS = ("fp32_unquantized",)
 TRAINING_PARTS = {
     "weights": "weights",
     "gradients": "gradients",
@@ -73,6 +75,7 @@ def tuning(catalog: Catalog, model: Model, fields: dict[str, str]) -> Tuning:
         zero=int(fields["zero"]),
         gpus=int(fields["gpus"]),
         offload_optimizer=fields["offload"] == "on",
+        fp32_unquantized=mode == "qlora" and fields["fp32_unquantized"] == "on",
     )
     need = engine.training(model, setup, rules, dep)
     offered = sizing.offered_configurations(catalog.gpus, catalog.snapshot.offers, (setup.gpus,))
@@ -97,6 +100,7 @@ def training_fields(catalog: Catalog, mode: str) -> dict[str, str]:
         "lora_targets": d.lora_targets,
         "zero": str(flags["zero"]),
         "offload": "on" if flags["offload_optimizer"] else "off",
+        "fp32_unquantized": "off",  # gpumem estimate keeps them as the 4-bit format does unless --fp32-unquantized
     }
 
 

@@ -71,6 +71,9 @@ def cases() -> list[dict[str, str]]:
         for seq, micro_batch in ((512, 16), (4096, 4), (32768, 1), (131072, 2)):
             found.append(raw_state(DENSE, mode, seq=seq, micro_batch=micro_batch))
         found.append(raw_state(DENSE, mode, offload="on"))
+        if mode == "qlora":  # PEFT's k-bit preparation: embeddings, head (and a vision tower) cast to FP32
+            for model in (DENSE, MOE, VISION, "custom"):
+                found.append(raw_state(model, mode, fp32_unquantized="on", micro_batch=2, checkpointing="none"))
         found.append(raw_state("llama-3.1-405b", mode, offload="on", zero=3, gpus=8, optimizer="adamw_8bit"))
     for mode in ("lora", "qlora"):
         for model in (DENSE, MOE, MLA, VISION, "custom"):
@@ -123,6 +126,7 @@ def test_the_cases_cover_every_training_input():
         ("checkpointing", training.CHECKPOINTING),
         ("flash_attention", ("on", "off")),
         ("offload", ("on", "off")),
+        ("fp32_unquantized", ("on", "off")),
         ("gpus", ("1", "2", "3", "4", "8")),
     ):
         assert {c[name] for c in CASES} == set(values), name
@@ -221,6 +225,9 @@ def test_the_url_round_trips_every_training_setting(calculator: Page, site_url: 
     raw.update(precision="mixed_hf", lora_rank="32", lora_targets="attn_mlp", zero="2", gpus="4", offload="on")
     calculator.goto(f"{site_url}{URLS['en']}?{compute_calculator.calculator_query(raw)}")
     for name in compute_calculator.TRAINING_FIELDS:
+        if name == "fp32_unquantized":  # QLoRA's only
+            expect(calculator.locator(f'[name="{name}"]')).to_be_hidden()
+            continue
         expect(calculator.locator(f'[name="{name}"]')).to_have_value(raw[name])
     fill(calculator, "micro_batch", "5")
     expect(calculator).to_have_url(re.compile(r"micro_batch=5"))
@@ -237,6 +244,12 @@ def test_the_url_round_trips_every_training_setting(calculator: Page, site_url: 
     expect(calculator.locator('[name="lora_rank"]')).to_be_hidden()
     expect(calculator.locator('[name="precision"]')).to_have_value(RULES.defaults.precision["full"])
     expect(calculator).not_to_have_url(re.compile(r"lora_rank="))
+    calculator.select_option('[name="mode"]', "qlora")
+    calculator.select_option('[name="fp32_unquantized"]', "on")
+    expect(calculator).to_have_url(re.compile(r"fp32_unquantized=on"))
+    calculator.goto(calculator.locator("#calc-link").input_value())
+    expect(calculator.locator('[name="fp32_unquantized"]')).to_have_value("on")
+    expect(calculator.locator('[name="precision"]')).to_have_value(RULES.defaults.precision["qlora"])
     calculator.select_option('[name="mode"]', "serve")
     expect(calculator.locator("#calc-training")).to_be_hidden()
     expect(calculator).not_to_have_url(re.compile(r"seq="))

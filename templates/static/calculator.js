@@ -6,8 +6,8 @@
   var ARCH = ["params", "layers", "heads", "kv_heads", "head_dim", "hidden", "vocab", "tied", "intermediate",
     "experts", "experts_active", "expert_width"];
   var TRAINING = ["seq", "micro_batch", "checkpointing", "flash_attention", "optimizer", "precision", "lora_rank", "lora_targets",
-    "zero", "offload"];
-  var LORA = ["lora_rank", "lora_targets"];
+    "zero", "offload", "fp32_unquantized"];
+  var LORA = ["lora_rank", "lora_targets"], QLORA = ["fp32_unquantized"];
   var FIELDS = ["model"].concat(ARCH, ["mode", "weights", "kv", "gpus", "batch", "context"], TRAINING);
   var engine = window.gpumemTraining, weightsBytes = engine.weightsBytes;
   var FULL = { kind: "full", window: 0, slidingLayers: 0, latent: 0 };  // full attention: every layer caches every token
@@ -337,10 +337,12 @@
     var choices = { checkpointing: tr.checkpointing, flash_attention: SWITCHES, optimizer: Object.keys(tr.optimizers),
       precision: Object.keys(tr.precisions), zero: tr.zero.map(String), offload: SWITCHES };
     if (lora) choices.lora_targets = Object.keys(tr.targets);
+    if (raw.mode === "qlora") choices.fp32_unquantized = SWITCHES;
     Object.keys(choices).forEach(function (field) { if (choices[field].indexOf(raw[field]) < 0) errors[field] = ["choice"]; });
     return { method: raw.mode, seq: values.seq, microBatch: values.micro_batch, checkpointing: raw.checkpointing,
       flash: raw.flash_attention === SWITCHES[0], optimizer: raw.optimizer, precision: raw.precision, rank: lora ? values.lora_rank : 0,
-      targetPreset: raw.lora_targets, zero: Number(raw.zero), offload: raw.offload === SWITCHES[0], fp32Unquantized: false };
+      targetPreset: raw.lora_targets, zero: Number(raw.zero), offload: raw.offload === SWITCHES[0],
+      fp32Unquantized: raw.mode === "qlora" && raw.fp32_unquantized === SWITCHES[0] };
   }
 
   function presetOf(data, id) {
@@ -403,6 +405,7 @@
   function applies(field, mode) {
     if (mode === "serve") return TRAINING.indexOf(field) < 0;
     if (LORA.indexOf(field) >= 0) return mode !== "full";
+    if (QLORA.indexOf(field) >= 0) return mode === "qlora";
     return ["model", "mode", "gpus"].concat(ARCH, TRAINING).indexOf(field) >= 0;
   }
 
