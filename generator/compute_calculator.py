@@ -7,7 +7,19 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from . import deployment, hf_config, memory, sizing
-from .compute import Shop, room_gb
+from .compute import Shop
+from .compute_calculator_training import (
+    LORA_FIELDS,
+    QLORA_FIELDS,
+    TRAINING_FIELDS,
+    TRAINING_PARTS,
+    TRAINING_RESULTS,
+    Tuning,
+    machines,
+    training_data,
+)
+from .compute_calculator_training import training_fields as training_fields
+from .compute_calculator_training import tuning as tuning
 from .compute_pages import FormatFit, format_fit
 from .records import Architecture, Catalog, Experts, Gpu, Model, WeightFormat
 from .sizing import Choice, Configuration, Fit
@@ -32,6 +44,21 @@ COUNTING = {
 RUNTIME_NAMES = {"vllm": "vLLM", "llama.cpp": "llama.cpp"}
 # With its script, the calculator lists this many configurations (the cheapest) and a button shows the rest.
 SHOWN_CONFIGURATIONS = 5
+# The model fields of the form, in the order of the script's ARCH.
+ARCH_FIELDS = (
+    "params",
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "hidden",
+    "vocab",
+    "tied",
+    "intermediate",
+    "experts",
+    "experts_active",
+    "expert_width",
+)
 RELEASE_METHODS = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq", "bitsandbytes": "nf4"}
 
 
@@ -52,6 +79,16 @@ class CalculatorPage:
     default: CalculatorState
     small_card_gb: float = 0.0
     formats: tuple[WeightFormat, ...] = ()
+    tuning_model: Model | None = None  # LoRA at the fine-tuning fields' defaults on the opening model: the page's example
+    tuning_example: Tuning | None = None
+
+    @property
+    def tuning_gb(self) -> float:
+        return self.tuning_example.need.total_bytes_per_gpu / 1e9 if self.tuning_example else 0.0
+
+    @property
+    def tuning_activations_gb(self) -> float:
+        return self.tuning_example.need.activations_bytes_per_gpu / 1e9 if self.tuning_example else 0.0
 
 
 def js_number(value: float) -> str:
@@ -105,10 +142,8 @@ class CalculatorState:
     """The calculator's opening state, worked out at build time so the page shows it before any script runs."""
 
     fields: dict[str, str]
-    need: memory.Breakdown
-    choices: tuple[tuple[Configuration, bool], ...]
-    valid_counts: tuple[int, ...]
     serving: Serving | None = None
+    tuning: Tuning | None = None
 
     @property
     def query(self) -> str:
@@ -116,11 +151,11 @@ class CalculatorState:
 
     @property
     def total(self) -> float:
-        return self.serving.total_bytes / 1e9 if self.serving else self.need.total
+        return (self.serving.total_bytes if self.serving else self.tuning.total_bytes) / 1e9  # type: ignore[union-attr]
 
     @property
     def parts(self) -> tuple[tuple[str, float], ...]:
-        """The parts a mode has (the others are zero), in the order the page lists them; per GPU when serving."""
+        """The parts of the mode per GPU, in the order the page lists them."""
         if self.serving:
             need = self.serving.need
             return (
@@ -128,13 +163,18 @@ class CalculatorState:
                 ("kv_cache", need.kv_cache_bytes_per_gpu / 1e9),
                 ("overhead", need.runtime_bytes_per_gpu / 1e9),
             )
-        names = ("weights", "kv_cache", "gradients", "optimizer", "overhead")
-        return tuple((name, getattr(self.need, name)) for name in names if getattr(self.need, name))
+        run = self.tuning.need  # type: ignore[union-attr]
+        return tuple((name, getattr(run, f"{part}_bytes_per_gpu") / 1e9) for name, part in TRAINING_PARTS.items())
+
+    @property
+    def per_gpu(self) -> float:
+        need = self.serving.need if self.serving else self.tuning.need  # type: ignore[union-attr]
+        return need.total_bytes_per_gpu / 1e9
 
     @property
     def values(self) -> dict[str, str]:
         """data-value of each result, as the script writes it (GB, decimal)."""
-        found = {"total-gb": js_number(self.total)}
+        found = {"total-gb": js_number(self.total), "per-gpu-gb": js_number(self.per_gpu)}
         if self.serving:
             need = self.serving.need
             found.update(
@@ -143,9 +183,10 @@ class CalculatorState:
                     "weights-per-gpu-gb": js_number(need.weights_bytes_per_gpu / 1e9),
                     "kv-gb": js_number(need.kv_cache_bytes_per_gpu / 1e9),
                     "runtime-gb": js_number(need.runtime_bytes_per_gpu / 1e9),
-                    "per-gpu-gb": js_number(need.total_bytes_per_gpu / 1e9),
                 }
             )
+        else:
+            found.update({TRAINING_RESULTS[name]: js_number(value) for name, value in self.parts})
         return found
 
 
@@ -169,16 +210,29 @@ def model_fields(model: Model) -> dict[str, str]:
     }
 
 
+def applies(name: str, mode: str) -> bool:
+    """Whether a field counts in a mode (the others are hidden and left out of links), as the script's `applies`."""
+    if mode == "serve":
+        return name not in TRAINING_FIELDS
+    if name in LORA_FIELDS:
+        return mode != "full"
+    if name in QLORA_FIELDS:
+        return mode == "qlora"
+    return name in ("model", *ARCH_FIELDS, "mode", "gpus", *TRAINING_FIELDS)
+
+
 def calculator_query(fields: dict[str, str]) -> str:
     """The URL query of a calculator state, as its script's fromQuery reads it (and toQuery writes it)."""
-    return urllib.parse.urlencode(fields)
+    return urllib.parse.urlencode({name: value for name, value in fields.items() if applies(name, fields["mode"])})
 
 
-def state_fields(model: Model, mode: str, weights: str, kv: str, gpus: int, batch: int, context: int) -> dict[str, str]:
+def state_fields(
+    model: Model, mode: str, weights: str, kv: str, gpus: int, batch: int, context: int, training: dict[str, str] | None = None
+) -> dict[str, str]:
     """Every field of the calculator's form for a preset, in the order of its script's FIELDS."""
     fields = {"model": model.id, **model_fields(model), "mode": mode, "weights": weights, "kv": kv}
     fields.update({"gpus": str(gpus), "batch": str(batch), "context": str(context)})
-    return fields
+    return {**fields, **(training or {})}
 
 
 def model_query(catalog: Catalog, model: Model, context: int, gpus: int) -> str:
@@ -192,15 +246,11 @@ def calculator_default(catalog: Catalog, shop: Shop) -> CalculatorState:
     """The opening state of rules.yaml, computed the way the calculator's script computes it."""
     d = catalog.rules.calculator_defaults
     model = catalog.model(d["model"])
-    arch = model.arch
     gpus = default_gpus(catalog)
-    fields = state_fields(model, d["mode"], d["weights"], d["kv"], gpus, d["batch"], d["context"])
+    fields = state_fields(model, d["mode"], d["weights"], d["kv"], gpus, d["batch"], d["context"], training_fields(catalog, d["mode"]))
     if d["mode"] == "serve":
-        found = serving(catalog, shop, model, d["weights"], d["kv"], gpus, d["context"], d["batch"])
-        return CalculatorState(fields, memory.Breakdown(0.0), (), found.valid_counts, found)
-    need = memory.memory_need(catalog.rules, arch, model.params_b, d["mode"], d["weights"], d["kv"], d["context"], d["batch"])
-    choices = calculator_choices(catalog, shop, arch, d["mode"], d["kv"], d["context"], need.total)
-    return CalculatorState(fields, need, choices, sizing.valid_counts(catalog.rules.gpu_counts, arch.heads))
+        return CalculatorState(fields, serving=serving(catalog, shop, model, d["weights"], d["kv"], gpus, d["context"], d["batch"]))
+    return CalculatorState(fields, tuning=tuning(catalog, model, fields))
 
 
 def default_gpus(catalog: Catalog) -> int:
@@ -222,6 +272,7 @@ def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
     holding = [g for g in catalog.gpus if small_needs[g.id] < deployment.budget_bytes(rules.deployment, g.runtime_bytes)]
     smallest = min((g.memory_gb for g in holding), default=None)
     cards = tuple(sorted((g for g in holding if g.memory_gb == smallest), key=lambda g: g.name))
+    example = catalog.model(rules.calculator_defaults["model"])
     return CalculatorPage(
         rows=rows,
         formats=formats,
@@ -236,6 +287,8 @@ def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
         small_cards=cards,
         default=calculator_default(catalog, shop),
         small_card_gb=smallest or 0.0,
+        tuning_model=example,
+        tuning_example=tuning(catalog, example, state_fields(example, "lora", "bf16", "bf16", 1, 1, 1, training_fields(catalog, "lora"))),
     )
 
 
@@ -246,23 +299,6 @@ def single_card_need(catalog: Catalog, model: Model, weights: str, tokens: int, 
     batch = deployment.batch_defaults(rules, gpu.runtime_bytes, gpu.id)
     need = deployment.deployment(rules, model, rules.weight_formats[weights], rules.kv_formats["bf16"], 1, tokens, 1, batch)
     return need.total_bytes_per_gpu
-
-
-def calculator_extra_gb(catalog: Catalog, arch: Architecture, mode: str, kv_precision: str, context: int) -> float:
-    """Room a comfortable fit leaves in the calculator: none when training, else at the chosen context."""
-    return room_gb(catalog, arch, kv_precision, context) if mode == "serve" else 0.0
-
-
-def calculator_choices(
-    catalog: Catalog, shop: Shop, arch: Architecture, mode: str, kv_precision: str, context: int, need_gb: float
-) -> tuple[tuple[Configuration, bool], ...]:
-    """Every configuration on offer that holds the need, cheapest first (as sizing.deployment_fits
-    ranks them), each flagged tight or not."""
-    rules = catalog.rules
-    extra = calculator_extra_gb(catalog, arch, mode, kv_precision, context)
-    holding = [c for c in shop.configurations if c.memory_gb >= need_gb and (mode != "serve" or arch.heads % c.count == 0)]
-    cheapest_first = sorted(holding, key=lambda c: (c.price_per_hour, c.total_gpus, c.gpu.id))
-    return tuple((c, sizing.is_tight(need_gb, c.memory_gb, extra, rules.min_free_fraction)) for c in cheapest_first)
 
 
 def calculator_data(catalog: Catalog, shop: Shop) -> dict:
@@ -321,6 +357,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
         "currency": catalog.snapshot.currency,
         "models": models,
         "gpus": {c.gpu.id: {"memory": c.gpu.memory_gb, "runtimeBytes": c.gpu.runtime_bytes} for c in offered},
+        "machines": machines(catalog),
         "configurations": [{"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "price": c.price_per_hour} for c in offered],
         "weightFormats": {
             f.name: {"label": f.label, "bits": f.bits, "scope": f.scope, "runtime": f.runtime, **({"padTo": f.pad_to} if f.pad_to else {})}
@@ -345,6 +382,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "kvAnyRuntime": list(KV_ANY_RUNTIME),
             "runtimeNames": RUNTIME_NAMES,
         },
+        "training": training_data(catalog),
         "counting": {
             **COUNTING,
             "architectures": list(hf_config.ARCHITECTURES),

@@ -20,6 +20,7 @@ Every constant comes from rules.yaml's `training` block, each with its source:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from .deployment import embedding_params, weights_bytes
 from .records import Architecture, DeploymentRules, Model, TrainingRules
@@ -32,6 +33,24 @@ TARGETS = {
     "attn": ("q", "k", "v", "o"),
     "attn_mlp": ("q", "k", "v", "o", "gate", "up", "down"),
     "all": MODULES,
+}
+
+
+class FlagDefaults(TypedDict):
+    checkpointing: str
+    flash_attention: str
+    optimizer: str
+    zero: int
+    offload_optimizer: bool
+
+
+# What a setting rules.yaml's training.defaults leaves out means when not given (gpumem estimate and the calculator).
+FLAG_DEFAULTS: FlagDefaults = {
+    "checkpointing": "full",
+    "flash_attention": "on",
+    "optimizer": "adamw",
+    "zero": 0,
+    "offload_optimizer": False,
 }
 
 

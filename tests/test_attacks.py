@@ -162,12 +162,16 @@ def test_every_template_error_at_once(root):
 
 def test_a_placeholder_typo_in_a_translation(project):
     po = project / "translations/es/LC_MESSAGES/messages.po"
-    edit(po, 'msgstr "%(count)s × %(gpu)s (%(memory)s), %(price)s"', 'msgstr "%(cuont)s × %(gpu)s (%(memory)s), %(price)s"')
-    line = line_of(po, 'msgid "%(count)s × %(gpu)s (%(memory)s), %(price)s"')
+    edit(
+        po,
+        'msgstr "%(count)s × %(gpu)s, %(price)s por hora (%(memory)s por tarjeta)"',
+        'msgstr "%(cuont)s × %(gpu)s, %(price)s por hora (%(memory)s por tarjeta)"',
+    )
+    line = line_of(po, 'msgid "%(count)s × %(gpu)s, %(price)s per hour (%(memory)s per card)"')
     with pytest.raises(BuildError) as raised:
         build(project_options(project, catalogs=CATALOGS), now=NOW)
     assert raised.value.lines == [
-        f"translations/es/LC_MESSAGES/messages.po:{line}: msgstr: unknown named placeholder 'cuont' (msgid '%(count)s × %(gpu)s (%(memory)s), %(price)s')"
+        f"translations/es/LC_MESSAGES/messages.po:{line}: msgstr: unknown named placeholder 'cuont' (msgid '%(count)s × %(gpu)s, %(price)s per hour (%(memory)s per card)')"
     ]
 
 

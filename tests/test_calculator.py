@@ -82,18 +82,15 @@ def python_serving(raw: dict) -> compute_calculator.Serving:
     )
 
 
-def python_need(raw: dict) -> tuple[memory.Breakdown, tuple]:
-    """The engine's figure and configurations for a fine-tuning form state."""
-    arch = model_of(raw).arch
-    need = memory.memory_need(
-        RULES, arch, float(raw["params"]), raw["mode"], raw["weights"], raw["kv"], int(raw["context"]), int(raw["batch"])
-    )
-    found = compute_calculator.calculator_choices(CATALOG, SHOP, arch, raw["mode"], raw["kv"], int(raw["context"]), need.total)
-    return need, tuple((c.gpu.id, c.count, tight) for c, tight in found)
+def python_tuning(raw: dict) -> compute_calculator.Tuning:
+    """The training engine's run and configurations for a fine-tuning form state, at gpumem estimate's defaults
+    (test_calculator_training.py compares every training setting)."""
+    fields = {**compute_calculator.training_fields(CATALOG, raw["mode"]), **raw}
+    return compute_calculator.tuning(CATALOG, model_of(fields), fields)
 
 
 def python_total(raw: dict) -> float:
-    return python_serving(raw).total_bytes / 1e9 if raw["mode"] == "serve" else python_need(raw)[0].total
+    return python_serving(raw).total_bytes / 1e9 if raw["mode"] == "serve" else python_tuning(raw).total_bytes / 1e9
 
 
 def usable_kv(weights: str) -> list[str]:
@@ -142,12 +139,6 @@ def generated_cases() -> list[dict]:
                 if not gpu_choices(model_of(raw), weights):
                     continue
                 cases.append(raw)
-    for mode in ("full", "lora", "qlora"):
-        for weights in ("bf16", "fp8", "q4_k_m"):
-            for model in (*PRESETS, "custom"):
-                batch, context = rng.choice([1, 2, 8, 64]), rng.choice([1, 4096, 131072])
-                custom = custom_numbers(rng) if model == "custom" else None
-                cases.append(raw_state(model, mode, weights, "bf16", batch, context, custom))
     limits = RULES.calculator_limits
     top = (
         limits["max_params_b"],
@@ -164,7 +155,7 @@ def generated_cases() -> list[dict]:
         1_000_000,
     )
     tiny = (0.001, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0)
-    for mode in memory.MODES:
+    for mode in ("serve",):
         cases.append(raw_state("custom", mode, "fp32", "bf16", int(limits["max_batch"]), int(limits["max_context"]), top))
         cases.append(raw_state("custom", mode, "q2_k", "q4_0", 1, 1, tiny))
         cases.append(raw_state("gemma-3-27b", mode, "bf16", "fp8", 3, 1024, None, 2))
@@ -188,7 +179,7 @@ def calculator(page: Page, site_url: str) -> Page:
 
 def test_at_least_300_generated_cases_cover_every_mode_format_and_gpu_count():
     assert len(CASES) >= 300
-    assert {c["mode"] for c in CASES} == set(memory.MODES)
+    assert {c["mode"] for c in CASES} == {"serve"}  # the fine-tuning modes: test_calculator_training.py
     serving = [c for c in CASES if c["mode"] == "serve"]
     assert {c["weights"] for c in serving} == set(DEPLOY.weight_formats)
     assert {c["kv"] for c in serving} == set(DEPLOY.kv_formats)
@@ -207,9 +198,7 @@ def test_python_and_javascript_give_the_same_numbers(calculator: Page):
             return cases.map(raw => {
                 const checked = c.validate(data, raw);
                 if (checked.errors) return {errors: checked.errors};
-                if (raw.mode === "serve") return {serve: c.serve(data, checked.state)};
-                const need = c.compute(data, checked.state);
-                return {need, choices: c.choices(data, checked.state, need.total).map(o => [o.gpu, o.count, o.tight])};
+                return {serve: c.serve(data, checked.state)};
             });
         }""",
         CASES,
@@ -217,33 +206,27 @@ def test_python_and_javascript_give_the_same_numbers(calculator: Page):
     assert len(results) == len(CASES)
     for raw, result in zip(CASES, results, strict=True):
         assert "errors" not in result, (raw, result)
-        if raw["mode"] == "serve":
-            expected = python_serving(raw)
-            got, need = result["serve"], expected.need
-            pairs = [
-                ("weights", need.weights_bytes),
-                ("weightsPerGpu", need.weights_bytes_per_gpu),
-                ("kvPerToken", need.kv_bytes_per_token_per_gpu),
-                ("kv", need.kv_cache_bytes_per_gpu),
-                ("runtime", need.runtime_bytes_per_gpu),
-                ("perGpu", need.total_bytes_per_gpu),
-                ("total", expected.total_bytes / 1e9),
-            ]
-            for name, value in pairs:
-                assert got[name] == pytest.approx(value, rel=1e-9, abs=0), (raw, name)
-            assert tuple(got["validCounts"]) == expected.valid_counts, raw
-            assert got["runtimeName"] == expected.runtime
-            fits = [(f["gpu"], f["count"], f["price"], not f["tight"]) for f in got["fits"]]
-            want = [(f.configuration.gpu.id, f.configuration.count, f.configuration.price_per_hour, f.comfortable) for f in expected.fits]
-            assert fits == want, raw
-            for js, py in zip(got["fits"], expected.fits, strict=True):
-                assert js["need"] == pytest.approx(py.need.total_bytes_per_gpu, rel=1e-9, abs=0), raw
-                assert js["budget"] == pytest.approx(py.budget_bytes, rel=1e-9, abs=0), raw
-            continue
-        need, found = python_need(raw)
-        for part in ("weights", "kv_cache", "gradients", "optimizer", "overhead", "total"):
-            assert result["need"][part] == pytest.approx(getattr(need, part), rel=1e-9, abs=0), (raw, part)
-        assert tuple(tuple(c) for c in result["choices"]) == found, raw
+        expected = python_serving(raw)
+        got, need = result["serve"], expected.need
+        pairs = [
+            ("weights", need.weights_bytes),
+            ("weightsPerGpu", need.weights_bytes_per_gpu),
+            ("kvPerToken", need.kv_bytes_per_token_per_gpu),
+            ("kv", need.kv_cache_bytes_per_gpu),
+            ("runtime", need.runtime_bytes_per_gpu),
+            ("perGpu", need.total_bytes_per_gpu),
+            ("total", expected.total_bytes / 1e9),
+        ]
+        for name, value in pairs:
+            assert got[name] == pytest.approx(value, rel=1e-9, abs=0), (raw, name)
+        assert tuple(got["validCounts"]) == expected.valid_counts, raw
+        assert got["runtimeName"] == expected.runtime
+        fits = [(f["gpu"], f["count"], f["price"], not f["tight"]) for f in got["fits"]]
+        want = [(f.configuration.gpu.id, f.configuration.count, f.configuration.price_per_hour, f.comfortable) for f in expected.fits]
+        assert fits == want, raw
+        for js, py in zip(got["fits"], expected.fits, strict=True):
+            assert js["need"] == pytest.approx(py.need.total_bytes_per_gpu, rel=1e-9, abs=0), raw
+            assert js["budget"] == pytest.approx(py.budget_bytes, rel=1e-9, abs=0), raw
 
 
 def test_some_serving_cases_fit_both_ways():
@@ -384,14 +367,12 @@ def test_each_mode(calculator: Page, mode: str):
         rule = "also holds" if first.comfortable else "holds these requests, not"
         expect(item).to_contain_text(f"{tag} ({rule} {RULES.comfortable_requests} more")
         return
-    need, found = python_need(raw)
-    expect(calculator.locator("#calc-summary")).to_be_hidden()
-    expect(calculator.locator("#calc-parts li")).to_have_count(
-        sum(1 for p in ("weights", "kv_cache", "gradients", "optimizer", "overhead") if getattr(need, p))
-    )
-    expect(calculator.locator("#calc-options li")).to_have_count(len(found))
-    first = CATALOG.gpu(found[0][0])
-    expect(calculator.locator("#calc-options li").first).to_contain_text(f"{found[0][1]} × {first.name}")
+    found = python_tuning(raw).fits
+    expect(calculator.locator("#calc-summary")).to_be_visible()
+    expect(calculator.locator("#calc-parts li")).to_have_count(5)  # weights, gradients, optimizer, activations, CUDA context
+    expect(calculator.locator("#calc-options li")).to_have_count(max(1, len(found)))
+    if found:
+        expect(calculator.locator("#calc-options li").first).to_contain_text(f"{found[0].count} × {found[0].gpu.name}")
 
 
 def result_value(page: Page, name: str) -> float:
@@ -509,8 +490,8 @@ def test_numbers_are_formatted_like_the_babel_tables(page: Page, site_url: str, 
     assert unit == ("Go" if lang == "fr" else "GB")  # French writes gigaoctets
     f = Formats(lang, CATALOG.snapshot.currency, unit)
     page.goto(site_url + URLS[lang] + "?model=llama-3.1-405b&mode=full")
-    need, found = python_need(raw_state("llama-3.1-405b", "full", "bf16", "bf16", 1, 8192))
-    expect(page.locator('[data-result="total-gb"]')).to_have_text(f.gb(need.total))
+    need = python_tuning(raw_state("llama-3.1-405b", "full", "bf16", "bf16", 1, 8192))
+    expect(page.locator('[data-result="total-gb"]')).to_have_text(f.gb(need.total_bytes / 1e9))
     formatted = page.evaluate(
         """values => values.map(v => new Intl.NumberFormat(document.documentElement.lang,
             {useGrouping: "always", maximumFractionDigits: 1, roundingMode: "halfEven"}).format(v))""",
@@ -561,9 +542,15 @@ def test_random_typing_never_shows_nan_infinity_or_undefined(calculator: Page):
         "kv": list(DEPLOY.kv_formats),
         "tied": ["0", "1"],
     }
-    typed = [f for f in ARCH_FIELDS if f != "tied"] + ["gpus", "batch", "context"]
+    choices.update(optimizer=list(RULES.training.optimizers), precision=list(RULES.training.precisions), zero=["0", "1", "2", "3"])
+    choices.update(
+        lora_targets=["attn", "attn_mlp", "all"], checkpointing=["none", "full"], flash_attention=["on", "off"], offload=["on", "off"]
+    )
+    typed = [f for f in ARCH_FIELDS if f != "tied"] + ["gpus", "batch", "context", "seq", "micro_batch", "lora_rank"]
     for _ in range(250):
         field = rng.choice([*typed, *choices])
+        if calculator.locator(f'[name="{field}"]').is_disabled():  # a field the mode does not use
+            continue
         if field in choices:
             value = rng.choice(choices[field])
             calculator.select_option(f'[name="{field}"]', value)
@@ -675,16 +662,10 @@ def test_without_javascript_every_configuration_is_listed(browser, site_url: str
     context.close()
 
 
-def test_fine_tuning_configurations_go_cheapest_first_with_their_rule(calculator: Page, site_url: str):
-    calculator.goto(f"{site_url}/en/calculator/?model=llama-3.1-70b&mode=qlora&batch=1&context=8192")
-    arch = CATALOG.model("llama-3.1-70b").arch
-    need = memory.memory_need(RULES, arch, CATALOG.model("llama-3.1-70b").params_b, "qlora", "bf16", "bf16", 8192, 1)
-    found = compute_calculator.calculator_choices(CATALOG, SHOP, arch, "qlora", "bf16", 8192, need.total)
-    prices = [c.price_per_hour for c, _ in found]
+def test_fine_tuning_configurations_go_cheapest_first(calculator: Page, site_url: str):
+    calculator.goto(f"{site_url}/en/calculator/?model=llama-3.1-70b&mode=qlora")
+    found = python_tuning(raw_state("llama-3.1-70b", "qlora", "bf16", "bf16", 1, 8192)).fits
+    prices = [c.price_per_hour for c in found]
     assert prices == sorted(prices) and len(found) > 5
-    first, tight = found[0]
-    assert RULES.min_free_fraction == 0.05
-    rule = "(leaves less than 5% of its memory free)" if tight else "(leaves at least 5% of its memory free)"
-    expect(calculator.locator("#calc-options li").first).to_contain_text(f"{first.count} × {first.gpu.name}")
-    expect(calculator.locator("#calc-options li").first).to_contain_text(rule)
+    expect(calculator.locator("#calc-options li").first).to_contain_text(f"{found[0].count} × {found[0].gpu.name}")
     expect(calculator.locator("#calc-options li:visible")).to_have_count(5)

@@ -210,14 +210,15 @@ def test_a_model_page_leads_to_its_gpus_and_the_prefilled_calculator(built_site)
 
 def test_the_calculator_link_is_built_as_the_calculator_builds_its_own():
     from gpumem.compute import Shop
-    from gpumem.compute_calculator import calculator_default, calculator_query, state_fields
+    from gpumem.compute_calculator import calculator_default, calculator_query, state_fields, training_fields
 
     catalog = gather(fixture_options(), now=NOW).catalog
     default = calculator_default(catalog, Shop(catalog))
     model = catalog.model(default.fields["model"])
-    fields = state_fields(model, "serve", "bf16", "bf16", 1, 1, 8192)
+    fields = state_fields(model, "serve", "bf16", "bf16", 1, 1, 8192, training_fields(catalog, "serve"))
     assert fields == default.fields
-    assert default.query == calculator_query(fields) == urllib.parse.urlencode(fields)
+    serving = state_fields(model, "serve", "bf16", "bf16", 1, 1, 8192)  # a serving link leaves the training fields out
+    assert default.query == calculator_query(fields) == calculator_query(serving) == urllib.parse.urlencode(serving)
 
 
 def test_the_root_page_explains_the_site_in_every_language(built_site):

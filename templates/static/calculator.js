@@ -1,51 +1,23 @@
-// GPU-memory calculator: serving as generator/deployment.py and sizing.py, fine-tuning as memory.py, a config.json
-// counted as hf_config.py; every constant comes from the build's JSON.
+// GPU-memory calculator: serving as generator/deployment.py and sizing.py, fine-tuning as training.py (training.js),
+// a config.json counted as hf_config.py; every constant comes from the build's JSON.
 (function () {
   "use strict";
 
   var ARCH = ["params", "layers", "heads", "kv_heads", "head_dim", "hidden", "vocab", "tied", "intermediate",
     "experts", "experts_active", "expert_width"];
-  var FIELDS = ["model"].concat(ARCH, ["mode", "weights", "kv", "gpus", "batch", "context"]);
+  var TRAINING = ["seq", "micro_batch", "checkpointing", "flash_attention", "optimizer", "precision", "lora_rank", "lora_targets",
+    "zero", "offload", "fp32_unquantized"];
+  var LORA = ["lora_rank", "lora_targets"], QLORA = ["fp32_unquantized"];
+  var FIELDS = ["model"].concat(ARCH, ["mode", "weights", "kv", "gpus", "batch", "context"], TRAINING);
+  var engine = window.gpumemTraining, weightsBytes = engine.weightsBytes;
   var FULL = { kind: "full", window: 0, slidingLayers: 0, latent: 0 };  // full attention: every layer caches every token
-  var PARTS = ["weights", "kv_cache", "gradients", "optimizer", "overhead"];  // their index is their colour class
-  var SERVE_ONLY = ["hidden", "vocab", "intermediate", "gpus"];
-
-  // Mirrors memory.memory_need for the fine-tuning modes: parts in GB, with the same operations.
-  function compute(data, s) {
-    var parts = { weights: 0, kv_cache: 0, gradients: 0, optimizer: 0, overhead: 0 };
-    if (s.mode === "full") {
-      parts.weights = s.params * data.fullParts.weights;
-      parts.gradients = s.params * data.fullParts.gradients;
-      parts.optimizer = s.params * data.fullParts.optimizer;
-    } else if (s.mode === "lora") {
-      parts.weights = s.params * data.precisions[data.loraBase];
-      parts.optimizer = parts.weights * data.loraMargin;
-    } else {
-      parts.weights = s.params * data.precisions[data.qloraBase];
-      parts.optimizer = s.params * data.qloraBytes - parts.weights;
-    }
-    parts.total = parts.weights + parts.kv_cache + parts.gradients + parts.optimizer + parts.overhead;
-    return parts;
-  }
-
-  // Mirrors compute_calculator.calculator_choices (fine-tuning): what holds the need, cheapest first.
-  function choices(data, s, need) {
-    return data.configurations.filter(function (c) {
-      return data.gpus[c.gpu].memory * c.count >= need;
-    }).map(function (c) {
-      var memory = data.gpus[c.gpu].memory * c.count;
-      return { gpu: c.gpu, name: c.name, count: c.count, memory: memory, price: c.price,
-        tight: memory - need < Math.max(data.minFreeFraction * memory, 0) };
-    }).sort(cheapestFirst);
-  }
+  var PARTS = ["weights", "kv_cache", "gradients", "optimizer", "overhead", "activations"];  // their index is their colour class
+  var SIZES = ["hidden", "vocab", "intermediate", "gpus"];  // read by both engines, unlike the old rule of thumb
+  var MODES = ["serve", "full", "lora", "qlora"], SWITCHES = ["on", "off"];
 
   // The order of sizing.deployment_fits: price per hour, then fewer GPUs, then the GPU id.
   function cheapestFirst(x, y) {
     return x.price - y.price || x.count - y.count || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0);
-  }
-
-  function validCounts(data, heads) {
-    return data.gpuCounts.filter(function (n) { return heads % n === 0; });
   }
 
   // Serving: deployment.py, operation for operation.
@@ -53,31 +25,6 @@
   function byName(list, name) {
     for (var i = 0; i < list.length; i++) if (list[i].name === name) return list[i];
     return null;
-  }
-
-  function embeddingParams(arch) {
-    return arch.vocab * arch.hidden * (arch.tied ? 1 : 2);
-  }
-
-  function expertParams(data, arch, padTo) {
-    var experts = arch.experts;
-    if (!experts) return 0;
-    var width = experts.intermediate;
-    if (padTo) width = Math.ceil(width / padTo) * padTo;
-    var moeLayers = arch.layers - experts.denseLayers;
-    return moeLayers * experts.count * data.counting.gatedMatrices * arch.hidden * width;
-  }
-
-  function weightsBytes(data, s, fmt) {
-    var dep = data.deployment, params = s.params * 1e9;
-    if (fmt.scope === "all") return params * fmt.bits / dep.bitsPerByte;
-    if (fmt.scope === "experts") {
-      var quantized = expertParams(data, s.arch, fmt.padTo);
-      var rest = params - expertParams(data, s.arch, 0);
-      return quantized * fmt.bits / dep.bitsPerByte + rest * dep.sixteenBitBytes;
-    }
-    var kept = embeddingParams(s.arch) + s.vision * 1e9;
-    return (params - kept) * fmt.bits / dep.bitsPerByte + kept * dep.sixteenBitBytes;
   }
 
   function validTensorParallel(arch, gpus) {
@@ -311,7 +258,7 @@
   var LIMITS = { params: "max_params_b", layers: "max_layers", heads: "max_heads", kv_heads: "max_heads",
     head_dim: "max_head_dim", batch: "max_batch", context: "max_context", hidden: "max_hidden", vocab: "max_vocab",
     intermediate: "max_intermediate", gpus: "max_gpus", experts: "max_experts", experts_active: "max_experts",
-    expert_width: "max_intermediate" };
+    expert_width: "max_intermediate", seq: "max_context", micro_batch: "max_batch", lora_rank: "max_hidden" };
 
   function checkNumber(data, raw, field, errors, values, zero) {
     var parsed = parseNumber(raw[field]);
@@ -328,21 +275,19 @@
   function validate(data, raw, pasted) {
     var errors = {}, values = {};
     var serving = raw.mode === "serve";
-    ["params", "layers", "heads", "kv_heads", "head_dim", "batch", "context"].forEach(function (field) {
+    ["params", "layers", "heads", "kv_heads", "head_dim"].concat(serving ? ["batch", "context"] : [], SIZES).forEach(function (field) {
       checkNumber(data, raw, field, errors, values, false);
     });
-    if (serving) {
-      SERVE_ONLY.forEach(function (field) { checkNumber(data, raw, field, errors, values, false); });
-      checkNumber(data, raw, "experts", errors, values, true);
-      if (values.experts) {
-        checkNumber(data, raw, "experts_active", errors, values, false);
-        checkNumber(data, raw, "expert_width", errors, values, false);
-        if (values.experts_active > values.experts) errors.experts_active = ["atMost", values.experts];
-      }
-      if (["0", "1"].indexOf(raw.tied) < 0) errors.tied = ["choice"];
+    checkNumber(data, raw, "experts", errors, values, true);
+    if (values.experts) {
+      checkNumber(data, raw, "experts_active", errors, values, false);
+      checkNumber(data, raw, "expert_width", errors, values, false);
+      if (values.experts_active > values.experts) errors.experts_active = ["atMost", values.experts];
     }
+    if (["0", "1"].indexOf(raw.tied) < 0) errors.tied = ["choice"];
+    var tuning = MODES.indexOf(raw.mode) > 0 ? checkTraining(data, raw, errors, values) : null;
     if (values.heads && values.kv_heads && values.heads % values.kv_heads !== 0) errors.kv_heads = ["divide", values.heads];
-    if (["serve", "full", "lora", "qlora"].indexOf(raw.mode) < 0) errors.mode = ["choice"];
+    if (MODES.indexOf(raw.mode) < 0) errors.mode = ["choice"];
     var fmt = has(data.weightFormats, raw.weights) ? data.weightFormats[raw.weights] : null, kv = byName(data.kvFormats, raw.kv);
     if (!fmt) errors.weights = ["choice"];
     if (!kv) errors.kv = ["choice"];
@@ -371,9 +316,33 @@
       var counts = data.gpuCounts.filter(function (n) { return validTensorParallel(arch, n); });
       errors.gpus = ["tensorParallel", { heads: values.heads, kv_heads: values.kv_heads, gpus: values.gpus, counts: counts }];
     }
+    var state = { model: raw.model, mode: raw.mode, weights: raw.weights, kv: raw.kv, params: values.params,
+      vision: extra.vision, batch: values.batch, context: values.context, gpus: values.gpus, arch: arch, training: tuning };
+    if (tuning && !Object.keys(errors).length) {
+      tuning.gpus = values.gpus;
+      tuning.targets = tuning.method === "full" ? [] : engine.targetsOf(data, tuning.targetPreset, arch);
+      var refused = engine.check(data, state, tuning);  // training.check: a run no trainer would start
+      if (refused) errors[refused[0]] = [refused[1], refused[2]];
+    }
     if (Object.keys(errors).length) return { errors: errors };
-    return { state: { model: raw.model, mode: raw.mode, weights: raw.weights, kv: raw.kv, params: values.params,
-      vision: extra.vision, batch: values.batch, context: values.context, gpus: values.gpus, arch: arch } };
+    return { state: state };
+  }
+
+  // The fine-tuning fields checked into the training engine's settings (gpumem estimate's flags).
+  function checkTraining(data, raw, errors, values) {
+    var tr = data.training, lora = raw.mode !== "full";
+    ["seq", "micro_batch"].concat(lora ? ["lora_rank"] : []).forEach(function (field) {
+      checkNumber(data, raw, field, errors, values, false);
+    });
+    var choices = { checkpointing: tr.checkpointing, flash_attention: SWITCHES, optimizer: Object.keys(tr.optimizers),
+      precision: Object.keys(tr.precisions), zero: tr.zero.map(String), offload: SWITCHES };
+    if (lora) choices.lora_targets = Object.keys(tr.targets);
+    if (raw.mode === "qlora") choices.fp32_unquantized = SWITCHES;
+    Object.keys(choices).forEach(function (field) { if (choices[field].indexOf(raw[field]) < 0) errors[field] = ["choice"]; });
+    return { method: raw.mode, seq: values.seq, microBatch: values.micro_batch, checkpointing: raw.checkpointing,
+      flash: raw.flash_attention === SWITCHES[0], optimizer: raw.optimizer, precision: raw.precision, rank: lora ? values.lora_rank : 0,
+      targetPreset: raw.lora_targets, zero: Number(raw.zero), offload: raw.offload === SWITCHES[0],
+      fp32Unquantized: raw.mode === "qlora" && raw.fp32_unquantized === SWITCHES[0] };
   }
 
   function presetOf(data, id) {
@@ -407,6 +376,8 @@
     if (!has(data.weightFormats, raw.weights)) raw.weights = preset ? preset.release : d.weights;
     if (!byName(data.kvFormats, raw.kv)) raw.kv = d.kv;
     ["mode", "gpus", "batch", "context"].forEach(function (f) { if (raw[f] === null) raw[f] = String(d[f]); });
+    var t = data.training.defaults;
+    TRAINING.forEach(function (f) { if (raw[f] === null) raw[f] = f === "precision" ? precisionOf(data, raw.mode) : String(t[f]); });
     if (raw.tied === null) raw.tied = "0";
     ["experts", "experts_active", "expert_width"].forEach(function (f) { if (raw[f] === null) raw[f] = "0"; });
     ARCH.forEach(function (f) { if (raw[f] === null) raw[f] = ""; });
@@ -424,9 +395,23 @@
     return fine ? { attention: a, vision: e.vision, experts: x } : null;
   }
 
+  // The precision a mode opens with (gpumem estimate's default for the method; the first method's while serving).
+  function precisionOf(data, mode) {
+    var by = data.training.defaults.precision;
+    return by[mode] || by[MODES[1]];
+  }
+
+  // Whether a field counts in a mode: compute_calculator.applies (the others are hidden and left out of links).
+  function applies(field, mode) {
+    if (mode === "serve") return TRAINING.indexOf(field) < 0;
+    if (LORA.indexOf(field) >= 0) return mode !== "full";
+    if (QLORA.indexOf(field) >= 0) return mode === "qlora";
+    return ["model", "mode", "gpus"].concat(ARCH, TRAINING).indexOf(field) >= 0;
+  }
+
   function toQuery(raw, pasted) {
     var params = new URLSearchParams();
-    FIELDS.forEach(function (f) { params.set(f, raw[f]); });
+    FIELDS.forEach(function (f) { if (applies(f, raw.mode)) params.set(f, raw[f]); });
     if (pasted && raw.model === "custom") params.set("extra", JSON.stringify(pasted));
     return params.toString();
   }
@@ -492,6 +477,12 @@
 
     function render() {
       var raw = readForm();
+      FIELDS.forEach(function (f) {
+        var on = applies(f, raw.mode), box = field(f).closest(".field");
+        if (box) box.hidden = !on;
+        field(f).disabled = !on;
+      });
+      root.querySelector("#calc-training").hidden = MODES.indexOf(raw.mode) < 1;
       history.replaceState(null, "", "?" + toQuery(raw, pasted));
       root.querySelector("#calc-link").value = location.href;
       var checked = validate(data, raw, pasted);
@@ -507,9 +498,9 @@
       }
       var s = checked.state;
       summary.textContent = "";
-      summary.hidden = s.mode !== "serve";
+      summary.hidden = false;
       if (s.mode === "serve") renderServe(s, total, summary);
-      else renderTraining(s, total);
+      else renderTraining(s, total, summary);
     }
 
     function renderServe(s, total, summary) {
@@ -522,20 +513,8 @@
       second.appendChild(result("span", "weights-gb", need.weights / 1e9));
       summary.appendChild(first);
       summary.appendChild(second);
-      var parts = [["weights", "weights-per-gpu-gb", need.weightsPerGpu], ["kv_cache", "kv-gb", need.kv],
-        ["overhead", "runtime-gb", need.runtime]];
-      var list = root.querySelector("#calc-parts"), bar = root.querySelector("#calc-bar"), labels = [];
-      list.textContent = "";
-      bar.textContent = "";
-      parts.forEach(function (part) {
-        var value = part[2] / 1e9, label = text.serveParts[part[0]], index = PARTS.indexOf(part[0]);
-        var item = element("li", label + " ", { "class": "part-" + index });
-        item.appendChild(result("span", part[1], value));
-        list.appendChild(item);
-        labels.push(label + " " + gb(value));
-        bar.appendChild(segment(index, value, need.perGpu / 1e9));
-      });
-      bar.setAttribute("aria-label", labels.join(text.semicolon + " "));
+      renderParts([["weights", "weights-per-gpu-gb", need.weightsPerGpu], ["kv_cache", "kv-gb", need.kv],
+        ["overhead", "runtime-gb", need.runtime]], need.perGpu / 1e9);
       renderList(need.fits, function (c) {
         return fill(text.fitOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price) });
       }, rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }));
@@ -554,35 +533,38 @@
       return span;
     }
 
-    function renderTraining(s, total) {
-      var need = compute(data, s);
-      total.textContent = gb(need.total);
-      total.setAttribute("data-value", String(need.total));
-      renderParts(need, s.mode);
-      renderList(choices(data, s, need.total), function (c) {
-        return fill(text.option, { count: number.format(c.count), gpu: c.name, memory: gb(c.memory), price: price(c) });
-      }, { tight: text.trainTightRule, comfortable: text.trainComfortableRule });
-      var counts = validCounts(data, s.arch.heads).map(function (n) { return number.format(n); });
-      root.querySelector("#calc-counts").textContent = fill(text.counts, { heads: number.format(s.arch.heads), counts: counts.join(", ") });
+    // Fine-tuning: the run's parts per GPU (training.js) and the configurations of that many GPUs that hold it.
+    function renderTraining(s, total, summary) {
+      var run = engine.train(data, s, s.training), all = run.perGpu * s.gpus / 1e9;
+      total.textContent = gb(all);
+      total.setAttribute("data-value", String(all));
+      var first = element("li", fill(text.perGpu, { count: number.format(s.gpus) }) + " ");
+      first.appendChild(result("strong", "per-gpu-gb", run.perGpu / 1e9));
+      summary.appendChild(first);
+      renderParts([["weights", "weights-per-gpu-gb", run.weights], ["gradients", "gradients-gb", run.gradients],
+        ["optimizer", "optimizer-gb", run.optimizer], ["activations", "activations-gb", run.activations],
+        ["overhead", "runtime-gb", run.runtime]], run.perGpu / 1e9, { overhead: "cuda" });
+      renderList(run.fits, function (c) {
+        return fill(text.trainOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price), memory: gb(c.card / 1e9) });
+      }, null);
+      root.querySelector("#calc-counts").textContent = fill(text.trainCounts, { count: number.format(s.gpus) });
       root.querySelector("#calc-note").textContent = text.trainNote;
     }
 
-    function renderParts(need, mode) {
-      var list = root.querySelector("#calc-parts"), bar = root.querySelector("#calc-bar");
+    // The parts list and bar: [part, data-result, bytes] per GPU, out of `whole` GB; `relabel`: labels not the part's.
+    function renderParts(parts, whole, relabel) {
+      var list = root.querySelector("#calc-parts"), bar = root.querySelector("#calc-bar"), labels = [];
       list.textContent = "";
       bar.textContent = "";
-      PARTS.forEach(function (part, index) {
-        if (!need[part]) return;
-        var label = part === "optimizer" && mode !== "full" ? text.parts.adapters : text.parts[part];
-        list.appendChild(element("li", label + text.colon + " " + gb(need[part]), { "class": "part-" + index }));
-        bar.appendChild(segment(index, need[part], need.total));
+      parts.forEach(function (part) {
+        var value = part[2] / 1e9, label = text.serveParts[(relabel || {})[part[0]] || part[0]], index = PARTS.indexOf(part[0]);
+        var item = element("li", label + " ", { "class": "part-" + index });
+        item.appendChild(result("span", part[1], value));
+        list.appendChild(item);
+        labels.push(label + " " + gb(value));
+        bar.appendChild(segment(index, value, whole));
       });
-      bar.setAttribute("aria-label", Array.prototype.map.call(list.children, function (li) { return li.textContent; }).join(text.semicolon + " "));
-    }
-
-    function price(c) {
-      return c.count === 1 ? fill(text.perGpuHour, { price: money.format(c.price) })
-        : fill(text.perHour, { price: money.format(c.price), each: money.format(c.price / c.count) });
+      bar.setAttribute("aria-label", labels.join(text.semicolon + " "));
     }
 
     // The marketplace's page renting c.count × c.gpu (Marketplace.rent in records.py).
@@ -597,14 +579,16 @@
       return { tight: fill(text.tightRule, values), comfortable: fill(text.comfortableRule, values) };
     }
 
-    // A line per configuration found, its tag with the rule and its rent link, or the line saying none.
+    // A line per configuration found, its tag with the rule (serving's) and its rent link, or the line saying none.
     function renderList(found, line, rules) {
       var list = root.querySelector("#calc-options"), items = document.createDocumentFragment();
       if (!found.length) items.appendChild(element("li", text.none));
       found.forEach(function (c) {
         var tag = c.tight ? "tight" : "comfortable", item = element("li", line(c) + " ");
-        item.appendChild(element("span", text[tag], { "class": tag }));
-        item.appendChild(document.createTextNode(" " + rules[tag] + " "));
+        if (rules) {
+          item.appendChild(element("span", text[tag], { "class": tag }));
+          item.appendChild(document.createTextNode(" " + rules[tag] + " "));
+        }
         item.appendChild(rentLink(c));
         items.appendChild(item);
       });
@@ -660,6 +644,8 @@
         }
       } else if (ARCH.indexOf(name) >= 0) {
         field("model").value = "custom";
+      } else if (name === "mode" && MODES.indexOf(field("mode").value) > 0) {
+        field("precision").value = precisionOf(data, field("mode").value);
       }
       render();
     });
@@ -686,8 +672,7 @@
     }
   }
 
-  window.gpumemCalculator = { compute: compute, choices: choices, serve: serve, validate: validate, fromQuery: fromQuery,
-    validCounts: validCounts, countConfig: countConfig };
+  window.gpumemCalculator = { serve: serve, validate: validate, fromQuery: fromQuery, toQuery: toQuery, countConfig: countConfig };
   var root = document.getElementById("calculator");
   if (root) start(root);
 })();

@@ -1,0 +1,153 @@
+// The training engine, generator/training.py operation for operation: a fine-tuning run's peak bytes per GPU
+// by part, and the configurations whose cards hold it (compute_training.holding). Every constant comes from the
+// build's JSON (data.training, data.deployment, data.weightFormats); the serving engine's weight bytes too.
+(function () {
+  "use strict";
+
+  function embeddingParams(arch) {
+    return arch.vocab * arch.hidden * (arch.tied ? 1 : 2);
+  }
+
+  function expertParams(data, arch, padTo) {
+    var experts = arch.experts;
+    if (!experts) return 0;
+    var width = experts.intermediate;
+    if (padTo) width = Math.ceil(width / padTo) * padTo;
+    var moeLayers = arch.layers - experts.denseLayers;
+    return moeLayers * experts.count * data.counting.gatedMatrices * arch.hidden * width;
+  }
+
+  // deployment.weights_bytes: the whole model's weights as a format stores them.
+  function weightsBytes(data, s, fmt) {
+    var dep = data.deployment, params = s.params * 1e9;
+    if (fmt.scope === "all") return params * fmt.bits / dep.bitsPerByte;
+    if (fmt.scope === "experts") {
+      var quantized = expertParams(data, s.arch, fmt.padTo);
+      var rest = params - expertParams(data, s.arch, 0);
+      return quantized * fmt.bits / dep.bitsPerByte + rest * dep.sixteenBitBytes;
+    }
+    var kept = embeddingParams(s.arch) + s.vision * 1e9;
+    return (params - kept) * fmt.bits / dep.bitsPerByte + kept * dep.sixteenBitBytes;
+  }
+
+  // training.targets_of: a preset's modules, the routed experts only where there are some.
+  function targetsOf(data, preset, arch) {
+    return data.training.targets[preset].filter(function (m) { return m !== "experts" || arch.experts; });
+  }
+
+  // training.matrices: [d_in, d_out, how many] of the named modules' linear layers over all layers.
+  function matrices(data, arch, modules) {
+    var attention = arch.heads * arch.headDim, kv = arch.kvHeads * arch.headDim, h = arch.hidden;
+    var experts = arch.experts, moeLayers = experts ? arch.layers - experts.denseLayers : 0;
+    var mlps = [[arch.intermediate, arch.layers - moeLayers]];
+    if (experts && experts.shared) mlps.push([experts.intermediate, moeLayers * experts.shared]);
+    var shapes = {
+      q: [[h, attention, arch.layers]], k: [[h, kv, arch.layers]], v: [[h, kv, arch.layers]], o: [[attention, h, arch.layers]],
+      gate: mlps.map(function (m) { return [h, m[0], m[1]]; }),
+      up: mlps.map(function (m) { return [h, m[0], m[1]]; }),
+      down: mlps.map(function (m) { return [m[0], h, m[1]]; }),
+      experts: experts ? [[h, experts.intermediate, data.counting.gatedMatrices * moeLayers * experts.count]] : []
+    };
+    var found = [];
+    modules.forEach(function (m) {
+      shapes[m].forEach(function (shape) { if (shape[2] && shape[0] && shape[1]) found.push(shape); });
+    });
+    return found;
+  }
+
+  function loraParams(data, arch, rank, modules) {
+    return matrices(data, arch, modules).reduce(function (sum, m) { return sum + rank * (m[0] + m[1]) * m[2]; }, 0);
+  }
+
+  // training._factored_elements: Adafactor's row and column statistics per matrix; vectors stay whole.
+  function factoredElements(data, s, t) {
+    var arch = s.arch, sum = function (list, f) { return list.reduce(function (total, m) { return total + f(m); }, 0); };
+    if (t.method !== "full") {
+      var targeted = matrices(data, arch, t.targets);
+      var shapes = targeted.map(function (m) { return [m[0], t.rank, m[2]]; })
+        .concat(targeted.map(function (m) { return [t.rank, m[1], m[2]]; }));
+      return sum(shapes, function (m) { return (m[0] + m[1]) * m[2]; });
+    }
+    var linear = matrices(data, arch, data.training.targets.all);
+    var inMatrices = sum(linear, function (m) { return m[0] * m[1] * m[2]; }) + embeddingParams(arch);
+    var vectors = s.params * 1e9 - inMatrices;
+    var tables = (arch.vocab + arch.hidden) * (arch.tied ? 1 : 2);
+    return sum(linear, function (m) { return (m[0] + m[1]) * m[2]; }) + tables + Math.max(vectors, 0);
+  }
+
+  // training.check, for the settings a form can get wrong: [field, message key, values], or null.
+  function check(data, s, t) {
+    var precision = data.training.precisions[t.precision], optimizer = data.training.optimizers[t.optimizer];
+    if (t.zero && t.gpus === 1) return ["zero", "zeroOneGpu", { stage: t.zero }];
+    if (t.method === "full") return null;
+    if (t.offload && optimizer[2]) return ["offload", "pagedOffload", { optimizer: t.optimizer }];
+    if (t.method === "qlora" && precision[2]) return ["precision", "qloraMaster", {}];
+    if (t.rank > s.arch.hidden) return ["lora_rank", "rankHidden", { rank: t.rank, hidden: s.arch.hidden }];
+    return null;
+  }
+
+  // training.activations_bytes: every layer's activations, or each layer's input plus one layer; the logits.
+  function activationsBytes(tr, arch, t, wide) {
+    var tokens = t.seq * t.microBatch;
+    var layer = tokens * arch.hidden * (tr.layerBytes + (wide - 1) * tr.normBytes);
+    if (!t.flash) layer += arch.heads * t.seq * t.seq * t.microBatch * tr.scoreBytes;
+    var kept = t.checkpointing === "full" ? arch.layers * tokens * arch.hidden * tr.checkpointBytes * wide + layer : arch.layers * layer;
+    return kept + tokens * arch.vocab * tr.logitBytes;
+  }
+
+  // training.training: peak bytes per GPU of one run (s: the model, t: the run's settings, checked).
+  function need(data, s, t) {
+    var tr = data.training, formats = data.weightFormats, arch = s.arch, gpus = t.gpus;
+    var precision = tr.precisions[t.precision], optimizer = tr.optimizers[t.optimizer];
+    var widening = formats.fp32.bits / formats.bf16.bits;
+    var base = weightsBytes(data, s, formats[tr.base[t.method]]), trainable, weights;
+    if (t.method === "full") {
+      trainable = s.params * 1e9;
+      weights = trainable * precision[0];
+    } else {
+      trainable = loraParams(data, arch, t.rank, t.targets);
+      weights = base + trainable * precision[0];
+      if (t.fp32Unquantized) {
+        weights += (embeddingParams(arch) + s.vision * 1e9) * formats.bf16.bits / data.deployment.bitsPerByte * (widening - 1);
+      }
+    }
+    var stateBytes = optimizer[1] || precision[3];
+    var elements = optimizer[3] ? factoredElements(data, s, t) : trainable;
+    var optimizerBytes = trainable * precision[2] + elements * optimizer[0] * stateBytes;
+    var gradients = trainable * precision[1];
+    if (t.zero >= 1) optimizerBytes /= gpus;
+    if (t.zero >= 2) gradients /= gpus;
+    if (t.zero >= 3) {
+      var gathered = Math.min(tr.gatheredLayers, arch.layers) * base / arch.layers;
+      weights = weights / gpus + gathered * (1 - 1 / gpus);
+    }
+    var run = { gpus: gpus, trainable: trainable, weights: weights, gradients: gradients,
+      optimizer: t.offload ? 0 : optimizerBytes,
+      activations: activationsBytes(tr, arch, t, t.fp32Unquantized ? widening : 1),
+      runtime: data.deployment.nonTorchBytes + (gpus > 1 ? data.deployment.parallelBytes : 0) };
+    run.perGpu = run.weights + run.gradients + run.optimizer + run.activations + run.runtime;
+    return run;
+  }
+
+  // sizing.offered_configurations for t.gpus GPUs, then compute_training.holding: cheapest first.
+  function fits(data, perGpu, gpus) {
+    var names = {}, found = [];
+    data.configurations.forEach(function (c) { names[c.gpu] = c.name; });
+    Object.keys(data.machines).forEach(function (gpu) {
+      var prices = data.machines[gpu].filter(function (m) { return m[0] >= gpus; }).map(function (m) { return m[1]; });
+      var card = data.gpus[gpu];
+      if (!prices.length || !card || perGpu > card.runtimeBytes) return;
+      found.push({ gpu: gpu, name: names[gpu], count: gpus, price: gpus * Math.min.apply(null, prices), card: card.runtimeBytes });
+    });
+    return found.sort(function (x, y) { return x.price - y.price || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0); });
+  }
+
+  // The run for a calculator state whose settings check() passed: the parts per GPU and the fits.
+  function train(data, s, t) {
+    var run = need(data, s, t);
+    run.fits = fits(data, run.perGpu, t.gpus);
+    return run;
+  }
+
+  window.gpumemTraining = { train: train, check: check, targetsOf: targetsOf, weightsBytes: weightsBytes };
+})();
