@@ -334,6 +334,7 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
         calc=figures.calculator,
         method=figures.method,
         tune=figures.finetune,
+        infer=figures.infer,
         fits=compute.fits,
         snapshot_time=snapshot_time,
         url=lambda relative: site.base_path + relative,

@@ -30,6 +30,7 @@ KINDS = {
     "prices": Kind("prices.html"),
     "methodology": Kind("methodology.html", prices=False),
     "guide-finetune": Kind("guide-finetune.html"),
+    "guide-inference": Kind("guide-inference.html"),
     "models": Kind("models.html", has_content=False, index_of="model"),
     "gpus": Kind("gpus.html", has_content=False, index_of="gpu"),
     "model": Kind("model.html", has_content=False, subjects="models"),

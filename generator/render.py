@@ -345,6 +345,7 @@ CONTENT_NAMES: tuple[str, ...] = (
     "method",
     "marketplace",
     "tune",
+    "infer",
 )
 
 
