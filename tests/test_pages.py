@@ -17,6 +17,7 @@ SITE = Site(
         "prices": {"es": "precios", "en": "prices"},
         "methodology": {"es": "metodologia", "en": "methodology"},
         "guide-finetune": {"es": "guias/mejor-gpu-fine-tuning-llama-70b", "en": "guides/best-gpu-fine-tune-llama-70b"},
+        "guide-inference": {"es": "guias/mejor-gpu-inferencia-llm", "en": "guides/best-gpu-llm-inference"},
         "model": {"es": "modelos", "en": "models"},
         "gpu": {"es": "gpus", "en": "gpus"},
     },
@@ -29,7 +30,7 @@ SUBJECTS = {"models": ["llama-3.1-70b", "phi-4"], "gpus": ["h100-sxm"]}
 
 def test_every_kind_and_subject_in_every_language():
     pages = plan_pages(SITE, SUBJECTS)
-    assert len(pages) == 2 * (10 + 2 + 1)
+    assert len(pages) == 2 * (11 + 2 + 1)
     assert [p.url for p in pages if p.key == "model"] == [
         "es/modelos/llama-3.1-70b/",
         "en/models/llama-3.1-70b/",
@@ -43,6 +44,7 @@ def test_every_kind_and_subject_in_every_language():
         "prices.html",
         "methodology.html",
         "guide-finetune.html",
+        "guide-inference.html",
         "models.html",
         "gpus.html",
         "model.html",
@@ -59,6 +61,7 @@ def test_every_kind_and_subject_in_every_language():
         True,
         True,
         True,
+        True,
     ]
 
 
@@ -69,6 +72,8 @@ def test_fixed_spanish_and_english_urls():
     assert pages[("guide-memory", "en")].output == "en/guides/gpu-memory/index.html"
     assert pages[("guide-finetune", "es")].url == "es/guias/mejor-gpu-fine-tuning-llama-70b/"
     assert pages[("guide-finetune", "en")].url == "en/guides/best-gpu-fine-tune-llama-70b/"
+    assert pages[("guide-inference", "es")].url == "es/guias/mejor-gpu-inferencia-llm/"
+    assert pages[("guide-inference", "en")].url == "en/guides/best-gpu-llm-inference/"
 
 
 def test_every_page_lists_all_translations_and_x_default():
@@ -114,6 +119,7 @@ def test_index_pages_take_the_route_of_their_kind_without_a_subject():
         "prices",
         "methodology",
         "guide-finetune",
+        "guide-inference",
         "model",
         "gpu",
     )
