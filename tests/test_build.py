@@ -76,7 +76,7 @@ def test_rebuild_writes_only_what_changed_and_removes_what_no_longer_belongs(inp
     (inputs / "site/.gpumem-site").write_text(json.dumps(marker))
     (inputs / "site/es/notes.txt").write_text("not written by gpumem")
     third = build(options_for(inputs), now=NOW)
-    assert (third.summary.written, third.summary.unchanged, third.summary.removed) == (1, 333, 1)
+    assert (third.summary.written, third.summary.unchanged, third.summary.removed) == (1, 338, 1)
     assert not (inputs / "site/es/old-page").exists()
     assert (inputs / "site/es/notes.txt").read_text() == "not written by gpumem"
 
