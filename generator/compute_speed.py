@@ -54,13 +54,13 @@ def speed_row(catalog: Catalog, model: Model, fmt: WeightFormat, configuration: 
     """The configuration's speed at one request and at the busy load (when it holds it), priced when on offer."""
     setting, rules = page_setting(catalog), catalog.rules
     assert setting is not None and rules.speed is not None and rules.deployment is not None
-    kv = rules.deployment.kv_formats[setting.kv_format]
+    speed_rules, kv = rules.speed, rules.deployment.kv_formats[setting.kv_format]
     price = configuration.price_per_hour if priced else None
     gpu, count = configuration.gpu, configuration.count
 
     def at(requests: int) -> Speed:
         load = Load(requests, setting.prompt_tokens, setting.output_tokens)
-        return speed(rules.speed, model, fmt, kv, gpu, count, load, price)  # type: ignore[arg-type]
+        return speed(speed_rules, model, fmt, kv, gpu, count, load, price)
 
     busy = at(setting.busy_requests) if holds(catalog, model, fmt, configuration, setting.busy_requests) else None
     return SpeedRow(model, fmt, configuration if priced else Configuration(gpu, count, 0.0), at(1), busy)
@@ -178,8 +178,9 @@ class Tradeoff:
 
     @property
     def fastest_cost(self) -> float | None:
-        """The fastest configuration's cost per million at the busy load, or at one request when it cannot hold it."""
-        return (self.fastest.busy or self.fastest.one).usd_per_million_output_tokens
+        """The fastest configuration's cost per million at the busy load (tradeoff() picks one that holds it)."""
+        assert self.fastest.busy is not None
+        return self.fastest.busy.usd_per_million_output_tokens
 
     @property
     def cheapest_cost(self) -> float | None:
@@ -228,11 +229,11 @@ def inference_guide(catalog: Catalog, configurations: Iterable[Configuration]) -
 
 def tradeoff(catalog: Catalog, classes: tuple[GuideClass, ...]) -> Tradeoff | None:
     """The worked example: the size class of the guides' example model size (rules.yaml guides), else the
-    largest whose first format has both picks, in that format."""
+    nearest whose first format has both picks and whose fastest configuration holds the busy load."""
     wanted = catalog.rules.example_size_b
     ranked = sorted(classes, key=lambda c: (abs(c.size_b - wanted), -c.size_b))
     for size in ranked:
         pick = size.picks[0] if size.picks else None
-        if pick and pick.fastest and pick.cheapest_busy:
+        if pick and pick.fastest and pick.fastest.busy and pick.cheapest_busy:
             return Tradeoff(size.model, pick.fmt, pick.fastest, pick.cheapest_busy)
     return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from .records import Efficiency, SpeedCalibration, SpeedCheck, SpeedPages, SpeedRules
@@ -17,7 +17,7 @@ PAGE_FIELDS = ("prompt_tokens", "output_tokens", "busy_requests", "kv_format", "
 CHECK_FIELDS = ("points", "within", "bound", "mean_error", "worst_error")
 
 
-def read_speed(top: Entry, sources: dict[str, str], formats: set[str], kv_formats: set[str] = frozenset()) -> SpeedRules | None:
+def read_speed(top: Entry, sources: dict[str, str], formats: set[str], kv_formats: Collection[str] = ()) -> SpeedRules | None:
     """The speed block of rules.yaml, every constant with its source; `formats` and `kv_formats` are the
     known weight and KV-cache formats. Without `pages` the site shows no speed figure."""
     section = top.section("speed")
@@ -46,7 +46,7 @@ def read_speed(top: Entry, sources: dict[str, str], formats: set[str], kv_format
     return SpeedRules(efficiency=efficiency, compute_precision=precisions, pages=pages, calibration=calibration, **values)
 
 
-def _pages(section: Entry, sources: dict[str, str], formats: set[str], kv_formats: set[str]) -> SpeedPages | None:
+def _pages(section: Entry, sources: dict[str, str], formats: set[str], kv_formats: Collection[str]) -> SpeedPages | None:
     """pages: the load the site's speed figures are stated at, and the inference guide's formats."""
     entry = section.section("pages")
     if entry is None:
