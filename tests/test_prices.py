@@ -209,9 +209,8 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
             ]
         ]
     )
-    assert (
-        len(changed) == 315
-    )  # every page that shows prices, the two index pages and the fine-tuning and inference guides in each language among them
+    # every page that shows prices, the two index pages and the fine-tuning and inference guides in each language among them
+    assert len(changed) == 315
     prices_page = (site / "en/prices/index.html").read_text()
     assert "<li>Oct 31, 2026, 16:52 UTC</li>" in prices_page
     assert "$1.87" in prices_page
