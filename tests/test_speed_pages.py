@@ -129,7 +129,8 @@ def test_gpu_page_rows_for_the_rtx_4090(built_site):
     for row in table.rows:
         assert_engine_figures(row, 0.38)
     shown = table_rows(built_site / "en/gpus/rtx-4090/index.html")
-    assert shown[1] == ["Llama 3.1 8B", "BF16", "46.3", "586.1", "$2.29", "$0.18"]
+    assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests", "Per million output tokens, 16 requests"]
+    assert shown[1] == ["Llama 3.1 8B (BF16)", "46.3", "586.1", "$0.18"]
 
 
 def test_a_gpu_not_on_offer_shows_speed_and_no_price(built_site):
@@ -142,8 +143,8 @@ def test_a_gpu_not_on_offer_shows_speed_and_no_price(built_site):
         assert row.price_per_hour is None
     page = built_site / "en/gpus/rtx-5090/index.html"
     shown = table_rows(page)
-    assert shown[0] == ["Model", "Format", "Tokens/s, one request", "Tokens/s in all, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B", "BF16", "74.3", "928.6"]
+    assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests"]
+    assert shown[1] == ["Llama 3.1 8B (BF16)", "74.3", "928.6"]
     assert "The RTX 5090 is not on offer in this snapshot, so the table shows tokens per second and no price." in page.read_text()
     assert not any("$" in cell for row in shown for cell in row)
 
@@ -206,17 +207,20 @@ def test_the_guide_page_shows_its_picks(built_site):
 
 def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_site):
     sentence = (
-        "Estimates from a roofline model (the bytes each step reads over memory bandwidth against its operations over compute, "
-        "plus the link between GPUs), calibrated on published benchmarks of llama.cpp, vLLM, TensorRT-LLM, and NVIDIA NIM: "
-        "single-request decode is within 25% for 36 of 36 measurements (mean error 5.8%), throughput under load within 35% "
-        "for 11 of 12 (mean error 13.1%). See how speed is estimated."
+        "Estimates from a roofline model calibrated on published benchmarks of llama.cpp, vLLM, TensorRT-LLM, and NVIDIA NIM: "
+        "mean error 5.8% for one request (36 measurements), 13.1% under load (12). See how speed is estimated."
     )
     for page in ("en/models/llama-3.1-70b/", "en/gpus/rtx-5090/", "en/guides/best-gpu-llm-inference/"):
         text = (built_site / page / "index.html").read_text()
         assert sentence in " ".join(html.unescape(re.sub(r"<[^>]+>", "", text)).split()), page
         assert 'href="/en/methodology/#speed"' in text, page
-    method = (built_site / "en/methodology/index.html").read_text()
-    assert '<h2 id="speed">Speed and cost per token</h2>' in method
+    method = " ".join(html.unescape(re.sub(r"<[^>]+>", "", (built_site / "en/methodology/index.html").read_text())).split())
+    assert "Speed and cost per token" in method
+    assert (
+        "Single-request decode: 36 of 36 measurements within 25%, mean error 5.8%, worst 18%. "
+        "Throughput under load: 11 of 12 within 35%, mean error 13.1%, worst 75.1%."
+    ) in method
+    assert '<h2 id="speed">Speed and cost per token</h2>' in (built_site / "en/methodology/index.html").read_text()
 
 
 def test_the_calibration_rules_yaml_states_is_the_measured_table():
