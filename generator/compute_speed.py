@@ -30,6 +30,7 @@ class SpeedRow:
 
     @property
     def price_per_hour(self) -> float | None:
+        """The configuration's price, or None for a GPU not on offer (its configuration is priced at 0)."""
         return self.configuration.price_per_hour if self.configuration.price_per_hour > 0 else None
 
 
@@ -101,9 +102,10 @@ def model_speed(catalog: Catalog, page: ModelPage) -> ModelSpeed | None:
     release = next((row.fmt for row in page.formats if row.fmt.name == page.model.release), None)
     picked = [(row.fmt, row.cheapest.configuration) for row in page.formats if row.cheapest is not None]
     picked += [(release, fit.configuration) for row in page.deployed for fit in (row.fit_one, row.fit_many) if fit and release]
-    unique = {(fmt.name, c.gpu.id, c.count): (fmt, c) for fmt, c in reversed(picked)}  # the first of each stays
-    ordered = [unique[key] for key in dict.fromkeys((fmt.name, c.gpu.id, c.count) for fmt, c in picked)]
-    return ModelSpeed(setting, tuple(speed_row(catalog, page.model, fmt, c) for fmt, c in ordered))
+    unique: dict[tuple[str, str, int], tuple[WeightFormat, Configuration]] = {}
+    for fmt, c in picked:
+        unique.setdefault((fmt.name, c.gpu.id, c.count), (fmt, c))  # the first of each, in the page's order
+    return ModelSpeed(setting, tuple(speed_row(catalog, page.model, fmt, c) for fmt, c in unique.values()))
 
 
 @dataclass(frozen=True)
