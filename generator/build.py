@@ -339,6 +339,7 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
         method=figures.method,
         tune=figures.finetune,
         api=figures.api,
+        infer=figures.infer,
         fits=compute.fits,
         snapshot_time=snapshot_time,
         url=lambda relative: site.base_path + relative,

@@ -12,6 +12,7 @@ from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizin
 from .compute_index import GpusIndex, ModelsIndex, gpus_index, models_index
 from .compute_methodology import Citations, MethodologyPage, citations, methodology_page
 from .compute_pages import GpuPage, ModelPage, PricesPage, gpu_page, model_page, prices_page
+from .compute_speed import GpuSpeed, InferenceGuide, ModelSpeed, gpu_speed, inference_guide, model_speed
 from .compute_training import FinetuneGuide, ModelTuning, finetune_guide, model_tuning
 from .measured import Row, Summary, rows, summaries
 from .price_checks import Comparison, compare_prices
@@ -41,6 +42,9 @@ class SiteFigures:
     tuning: dict[str, ModelTuning | None] = field(default_factory=dict)  # each model page's "Fine-tune it" table
     finetune: FinetuneGuide | None = None  # the guide "The best GPU to fine-tune" rules.yaml's training.run model
     api: ApiGuide | None = None  # the page "Self-hosting or an API?": API prices against the cheapest configuration per token
+    model_speed: dict[str, ModelSpeed | None] = field(default_factory=dict)  # each model page's speed and cost table
+    gpu_speed: dict[str, GpuSpeed | None] = field(default_factory=dict)  # each GPU page's speed table
+    infer: InferenceGuide | None = None  # the guide "The best GPU for LLM inference"
 
 
 def site_figures(catalog: Catalog) -> SiteFigures:
@@ -49,6 +53,7 @@ def site_figures(catalog: Catalog) -> SiteFigures:
     deployment = catalog.rules.deployment
     checks = rows(list(catalog.measured_points), catalog.measured_configs, deployment) if deployment else ()
     models = {m.id: model_page(catalog, shop, m) for m in catalog.models}
+    gpus = {g.id: gpu_page(catalog, shop, g) for g in catalog.gpus}
     return SiteFigures(
         shop=shop,
         main=main_guide(catalog, shop),
@@ -57,7 +62,7 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         calculator=calculator_page(catalog, shop),
         prices=prices_page(catalog, shop),
         models=models,
-        gpus={g.id: gpu_page(catalog, shop, g) for g in catalog.gpus},
+        gpus=gpus,
         calculator_json=json.dumps(calculator_data(catalog, shop), sort_keys=True, separators=(",", ":")),
         measured=checks,
         measured_summary=summaries(checks),
@@ -73,4 +78,7 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         finetune=finetune_guide(
             catalog, shop.configurations, {g.id: g.dense_tflops["bf16"] for g in catalog.gpus if "bf16" in g.dense_tflops}
         ),
+        model_speed={key: model_speed(catalog, page) for key, page in models.items()},
+        gpu_speed={key: gpu_speed(catalog, page) for key, page in gpus.items()},
+        infer=inference_guide(catalog, shop.configurations),
     )

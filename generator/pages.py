@@ -31,6 +31,7 @@ KINDS = {
     "methodology": Kind("methodology.html", prices=False),
     "guide-finetune": Kind("guide-finetune.html"),
     "guide-api": Kind("guide-api.html"),
+    "guide-inference": Kind("guide-inference.html"),
     "models": Kind("models.html", has_content=False, index_of="model"),
     "gpus": Kind("gpus.html", has_content=False, index_of="gpu"),
     "model": Kind("model.html", has_content=False, subjects="models"),

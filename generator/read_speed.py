@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from typing import Any
 
-from .records import Efficiency, SpeedRules
-from .validate import Entry, Invalid, at_most, citation, describe, fraction, positive_int, positive_number
+from .records import Efficiency, SpeedCalibration, SpeedCheck, SpeedPages, SpeedRules
+from .validate import Entry, Invalid, at_most, citation, describe, fraction, one_of, positive_int, positive_number, text_list
 
 RUNTIMES = ("vllm", "llama.cpp")
 PHASES = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe")
 EFFICIENCY_FIELDS = (*PHASES, "layer_overhead_us")
 TENSOR_RATES = ("bf16", "fp8", "fp4", "int8")
 LINK_FIELDS = ("pcie_gb_s", "activation_bytes", "allreduce_latency_us", "source")
+PAGE_FIELDS = ("prompt_tokens", "output_tokens", "busy_requests", "kv_format", "guide_formats", "source")
+CHECK_FIELDS = ("points", "within", "bound", "mean_error", "worst_error")
 
 
-def read_speed(top: Entry, sources: dict[str, str], formats: set[str]) -> SpeedRules | None:
-    """The speed block of rules.yaml, every constant with its source; `formats` are the known weight formats."""
+def read_speed(top: Entry, sources: dict[str, str], formats: set[str], kv_formats: Collection[str] = ()) -> SpeedRules | None:
+    """The speed block of rules.yaml, every constant with its source; `formats` and `kv_formats` are the
+    known weight and KV-cache formats. Without `pages` the site shows no speed figure."""
     section = top.section("speed")
     if section is None:
         return None
-    section.check_keys(("efficiency", "compute_precision", "link"))
+    section.check_keys(("efficiency", "compute_precision", "link", "pages", "calibration"))
+    pages = _pages(section, sources, formats, kv_formats) if "pages" in section.data else None
+    calibration = _calibration(section, sources) if "calibration" in section.data else None
     efficiency = _efficiency(section, sources)
     precisions = _compute_precision(section, sources, formats)
     link = section.section("link")
@@ -37,7 +43,58 @@ def read_speed(top: Entry, sources: dict[str, str], formats: set[str]) -> SpeedR
     top.failed = top.failed or section.failed
     if section.failed or efficiency is None or precisions is None or any(v is None for v in values.values()):
         return None
-    return SpeedRules(efficiency=efficiency, compute_precision=precisions, **values)
+    return SpeedRules(efficiency=efficiency, compute_precision=precisions, pages=pages, calibration=calibration, **values)
+
+
+def _pages(section: Entry, sources: dict[str, str], formats: set[str], kv_formats: Collection[str]) -> SpeedPages | None:
+    """pages: the load the site's speed figures are stated at, and the inference guide's formats."""
+    entry = section.section("pages")
+    if entry is None:
+        return None
+    entry.check_keys(PAGE_FIELDS)
+    sources["speed.pages"] = entry.get("source", citation) or ""
+    values = {name: entry.get(name, at_most(positive_int, 1_000_000)) for name in PAGE_FIELDS[:3]}
+    values["kv_format"] = entry.get("kv_format", one_of(kv_formats or ("bf16",), "KV-cache format"))
+    values["guide_formats"] = entry.get("guide_formats", _known_formats(formats))
+    section.failed = section.failed or entry.failed
+    return None if entry.failed else SpeedPages(**values)
+
+
+def _calibration(section: Entry, sources: dict[str, str]) -> SpeedCalibration | None:
+    """calibration: the engines measured, and the engine's error on decode and aggregate points (README, Measured speed)."""
+    entry = section.section("calibration")
+    if entry is None:
+        return None
+    entry.check_keys(("engines", "decode", "aggregate", "source"))
+    sources["speed.calibration"] = entry.get("source", citation) or ""
+    engines = entry.get("engines", text_list)
+    checks = {}
+    for name in ("decode", "aggregate"):
+        check = entry.section(name)
+        if check is None:
+            continue
+        check.check_keys(CHECK_FIELDS)
+        counts = {field: check.get(field, positive_int) for field in CHECK_FIELDS[:2]}
+        errors = {field: check.get(field, fraction) for field in CHECK_FIELDS[2:4]}
+        errors["worst_error"] = check.get("worst_error", at_most(positive_number, 100))
+        entry.failed = entry.failed or check.failed
+        if not check.failed:
+            checks[name] = SpeedCheck(**counts, **errors)
+    section.failed = section.failed or entry.failed
+    return None if entry.failed else SpeedCalibration(engines=engines, **checks)
+
+
+def _known_formats(formats: set[str]) -> Callable[[Any], tuple[str, ...]]:
+    """A list of weight formats deployment.weight_formats names."""
+
+    def check(value: Any) -> tuple[str, ...]:
+        names = text_list(value)
+        unknown = [name for name in names if formats and name not in formats]
+        if unknown:
+            raise Invalid(f"unknown weight format {unknown[0]!r} (not in deployment.weight_formats)")
+        return names
+
+    return check
 
 
 def _efficiency(section: Entry, sources: dict[str, str]) -> dict[str, Efficiency] | None:

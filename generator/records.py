@@ -476,6 +476,37 @@ class Efficiency:
 
 
 @dataclass(frozen=True)
+class SpeedPages:
+    """The load the pages state their speed figures at (rules.yaml, speed.pages)."""
+
+    prompt_tokens: int
+    output_tokens: int
+    busy_requests: int  # "busy load": requests running at once; "one request" is 1
+    kv_format: str
+    guide_formats: tuple[str, ...]  # the inference guide's columns, weight formats by name
+
+
+@dataclass(frozen=True)
+class SpeedCheck:
+    """The engine against published measurements of one kind (rules.yaml, speed.calibration)."""
+
+    points: int
+    within: int
+    bound: float
+    mean_error: float
+    worst_error: float
+
+
+@dataclass(frozen=True)
+class SpeedCalibration:
+    """What the pages say about the speed engine's error: the engines measured and each check's summary."""
+
+    engines: tuple[str, ...]
+    decode: SpeedCheck
+    aggregate: SpeedCheck
+
+
+@dataclass(frozen=True)
 class SpeedRules:
     """The speed engine's constants (rules.yaml, speed)."""
 
@@ -484,3 +515,5 @@ class SpeedRules:
     pcie_gb_s: dict[int, float]  # PCIe generation -> x16 GB/s, both directions summed
     activation_bytes: float  # bytes per hidden-state element in a tensor-parallel all-reduce
     allreduce_latency_s: float  # fixed cost of one all-reduce
+    pages: SpeedPages | None = None  # the pages' load; None: the site shows no speed figure
+    calibration: SpeedCalibration | None = None

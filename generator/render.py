@@ -346,6 +346,7 @@ CONTENT_NAMES: tuple[str, ...] = (
     "marketplace",
     "tune",
     "api",
+    "infer",
 )
 
 

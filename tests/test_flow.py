@@ -257,8 +257,8 @@ def test_content_names_the_marketplace_only_through_its_placeholder():
     assert len(pages) == 45
     assert [page for page in pages if site.marketplace.name in page.read_text()] == []
     named = [page for page in pages if "{{ marketplace.name }}" in page.read_text()]
-    assert sorted({page.stem for page in named}) == ["guide-memory", "guide-vram", "home", "prices"]
-    assert len(named) == 20
+    assert sorted({page.stem for page in named}) == ["guide-inference", "guide-memory", "guide-vram", "home", "prices"]
+    assert len(named) == 25
 
 
 def test_the_vram_guide_rents_its_worked_example(built_site):

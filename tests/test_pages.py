@@ -18,6 +18,7 @@ SITE = Site(
         "methodology": {"es": "metodologia", "en": "methodology"},
         "guide-finetune": {"es": "guias/mejor-gpu-fine-tuning-llama-70b", "en": "guides/best-gpu-fine-tune-llama-70b"},
         "guide-api": {"es": "guias/llm-local-vs-api", "en": "guides/self-hosting-vs-api"},
+        "guide-inference": {"es": "guias/mejor-gpu-inferencia-llm", "en": "guides/best-gpu-llm-inference"},
         "model": {"es": "modelos", "en": "models"},
         "gpu": {"es": "gpus", "en": "gpus"},
     },
@@ -45,6 +46,7 @@ def test_every_kind_and_subject_in_every_language():
         "methodology.html",
         "guide-finetune.html",
         "guide-api.html",
+        "guide-inference.html",
         "models.html",
         "gpus.html",
         "model.html",
@@ -74,6 +76,8 @@ def test_fixed_spanish_and_english_urls():
     assert pages[("guide-finetune", "en")].url == "en/guides/best-gpu-fine-tune-llama-70b/"
     assert pages[("guide-api", "es")].url == "es/guias/llm-local-vs-api/"
     assert pages[("guide-api", "en")].url == "en/guides/self-hosting-vs-api/"
+    assert pages[("guide-inference", "es")].url == "es/guias/mejor-gpu-inferencia-llm/"
+    assert pages[("guide-inference", "en")].url == "en/guides/best-gpu-llm-inference/"
 
 
 def test_every_page_lists_all_translations_and_x_default():
@@ -120,6 +124,7 @@ def test_index_pages_take_the_route_of_their_kind_without_a_subject():
         "methodology",
         "guide-finetune",
         "guide-api",
+        "guide-inference",
         "model",
         "gpu",
     )

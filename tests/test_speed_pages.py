@@ -1,0 +1,251 @@
+"""Speed and cost per token on the pages: each model page's and GPU page's speed table and the guide
+"The best GPU for LLM inference", computed from the fixture catalogs and their snapshot at rules.yaml's
+speed.pages load, checked against the speed engine itself and against what the built pages show."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from gpumem.build import gather, load_catalog
+from gpumem.compute import Shop
+from gpumem.compute_pages import gpu_page, model_page
+from gpumem.compute_speed import SpeedRow, gpu_speed, inference_guide, model_speed
+from gpumem.errors import BuildError
+from gpumem.speed import Load, speed
+
+from .conftest import NOW, edit, line_of, options_for
+from .measurements.speed_table import rows as measured_rows
+from .project import CATALOGS
+
+CATALOG = load_catalog(CATALOGS)
+SHOP = Shop(CATALOG)
+RULES = CATALOG.rules
+
+
+def numbers(row: SpeedRow) -> tuple:
+    """A row as the page shows it, before formatting: format, GPUs, price, decode and aggregate tokens/s,
+    time to first token, and the cost per million output tokens at one request and at the busy load."""
+    busy = row.busy
+    return (
+        row.fmt.name,
+        row.configuration.count,
+        row.configuration.gpu.id,
+        row.configuration.price_per_hour,
+        round(row.one.decode_tokens_per_s_per_request, 2),
+        busy and round(busy.aggregate_tokens_per_s, 2),
+        round(row.one.ttft_s, 4),
+        row.one.usd_per_million_output_tokens and round(row.one.usd_per_million_output_tokens, 4),
+        busy and busy.usd_per_million_output_tokens and round(busy.usd_per_million_output_tokens, 4),
+    )
+
+
+def engine(row: SpeedRow, requests: int, price: float | None):
+    """What speed.py gives for the row's configuration at `requests` requests of the pages' lengths."""
+    pages, deployment = RULES.speed.pages, RULES.deployment
+    load = Load(requests, pages.prompt_tokens, pages.output_tokens)
+    kv = deployment.kv_formats[pages.kv_format]
+    return speed(RULES.speed, row.model, row.fmt, kv, row.configuration.gpu, row.configuration.count, load, price)
+
+
+def assert_engine_figures(row: SpeedRow, price: float | None) -> None:
+    """The row's figures are the engine's, at one request and (when held) at the busy load."""
+    assert row.one == engine(row, 1, price)
+    if row.busy is not None:
+        assert row.busy == engine(row, RULES.speed.pages.busy_requests, price)
+
+
+def table_rows(page: Path) -> list[list[str]]:
+    """The speed section's table of a built page, as the reader sees each cell's text."""
+    text = page.read_text()
+    start = text.index('<h2 id="speed"')
+    end = text.find("<h2", start + 5)
+    section = text[start : end if end > 0 else text.index("</article>")]
+    found = []
+    for row in re.findall(r"<tr>(.*?)</tr>", section, re.S):
+        cells = re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)
+        found.append([" ".join(html.unescape(re.sub(r"<[^>]+>", "", cell)).split()) for cell in cells])
+    return found
+
+
+def test_the_pages_load_is_stated_in_rules_yaml():
+    pages = RULES.speed.pages
+    assert (pages.prompt_tokens, pages.output_tokens, pages.busy_requests, pages.kv_format, pages.guide_formats) == (
+        1000,
+        1000,
+        16,
+        "bf16",
+        ("bf16", "fp8", "awq"),
+    )
+
+
+def test_model_page_rows_for_llama_3_1_70b():
+    table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
+    assert [numbers(row) for row in table.rows] == [
+        ("bf16", 8, "rtx-3090", 1.52, 33.92, 386.92, 0.5664, 12.6735, 1.0912),
+        ("fp8", 4, "rtx-3090", 0.76, 33.14, None, 0.9326, 6.5617, None),
+        ("awq", 4, "rtx-3090", 0.76, 49.8, 263.99, 0.9226, 4.4301, 0.7997),
+        ("q4_k_m", 4, "rtx-3090", 0.76, 17.75, 77.37, 6.2395, 13.1997, 2.7285),
+        ("bf16", 8, "l40s", 3.52, 31.96, 417.83, 0.2579, 30.8167, 2.3402),
+        ("bf16", 2, "b300", 9.2, 56.26, 829.17, 0.077, 45.577, 3.0821),
+    ]
+    for row in table.rows:
+        assert_engine_figures(row, row.configuration.price_per_hour)
+
+
+def test_the_cheapest_per_token_is_marked_in_words(built_site):
+    table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
+    assert numbers(table.cheapest_one)[:3] == numbers(table.cheapest_busy)[:3] == ("awq", 4, "rtx-3090")
+    costs = [row.one.usd_per_million_output_tokens for row in table.rows]
+    assert table.cheapest_one.one.usd_per_million_output_tokens == min(costs)
+    shown = table_rows(built_site / "en/models/llama-3.1-70b/index.html")
+    assert shown[0] == [
+        "Configuration",
+        "Tokens/s, one request",
+        "Tokens/s in all, 16 requests",
+        "First token",
+        "Price per hour",
+        "Per million output tokens, one request",
+        "Per million output tokens, 16 requests",
+    ]
+    assert shown[1] == ["8 × RTX 3090, BF16 Rent on Arrakis", "33.9", "386.9", "0.57 s", "$1.52", "$12.67", "$1.09"]
+    assert shown[2] == ["4 × RTX 3090, FP8 Rent on Arrakis", "33.1", "does not hold them", "0.93 s", "$0.76", "$6.56", "does not hold them"]
+    assert shown[3] == ["4 × RTX 3090, AWQ 4-bit Rent on Arrakis", "49.8", "264", "0.92 s", "$0.76", "$4.43 cheapest", "$0.80 cheapest"]
+    assert sum("cheapest" in cell for row in shown[1:] for cell in row) == 2
+    page = (built_site / "en/models/llama-3.1-70b/index.html").read_text()
+    assert 'href="https://arrakis.example.org/rent?gpu=rtx-3090&amp;count=4"' in page
+
+
+def test_gpu_page_rows_for_the_rtx_4090(built_site):
+    table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-4090")))
+    assert table.price_per_gpu_hour == 0.38
+    first = table.rows[0]
+    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 46.34, 586.07, 0.1691, 2.2933, 0.1801)
+    assert first.model.id == "llama-3.1-8b"
+    for row in table.rows:
+        assert_engine_figures(row, 0.38)
+    shown = table_rows(built_site / "en/gpus/rtx-4090/index.html")
+    assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests", "Per million output tokens, 16 requests"]
+    assert shown[1] == ["Llama 3.1 8B (BF16)", "46.3", "586.1", "$0.18"]
+
+
+def test_a_gpu_not_on_offer_shows_speed_and_no_price(built_site):
+    assert "rtx-5090" not in SHOP.markets
+    table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-5090")))
+    assert table.price_per_gpu_hour is None
+    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 74.25, 928.59, 0.1304, None, None)
+    for row in table.rows:
+        assert_engine_figures(row, None)
+        assert row.price_per_hour is None
+    page = built_site / "en/gpus/rtx-5090/index.html"
+    shown = table_rows(page)
+    assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests"]
+    assert shown[1] == ["Llama 3.1 8B (BF16)", "74.3", "928.6"]
+    assert "The RTX 5090 is not on offer in this snapshot, so the table shows tokens per second and no price." in page.read_text()
+    assert not any("$" in cell for row in shown for cell in row)
+
+
+def picks(fmt: str, label: str):
+    guide = inference_guide(CATALOG, SHOP.configurations)
+    return next(pick for size, pick in guide.column(fmt) if size.label == label)
+
+
+@pytest.mark.parametrize(
+    ("label", "fmt", "fastest", "cheapest_one", "cheapest_busy"),
+    [
+        (
+            "70B",
+            "bf16",
+            ("bf16", 8, "b300", 36.8, 98.54, 1487.67, 0.035, 103.9913, 6.8713),
+            ("bf16", 8, "rtx-3090", 1.52, 33.92, 386.92, 0.5664, 12.6735, 1.0912),
+            ("bf16", 8, "rtx-3090", 1.52, 33.92, 386.92, 0.5664, 12.6735, 1.0912),
+        ),
+        (
+            "32B",
+            "awq",  # one RTX 3090 holds one request, not 16: the busy pick is an L40S
+            ("awq", 8, "b300", 36.8, 155.36, 2349.94, 0.0207, 65.9432, 4.35),
+            ("awq", 1, "rtx-3090", 0.19, 33.01, None, 1.4586, 1.6744, None),
+            ("awq", 1, "l40s", 0.44, 30.95, 357.77, 0.3173, 3.9844, 0.3416),
+        ),
+        (
+            "405B",
+            "fp8",
+            ("fp8", 8, "b300", 36.8, 51.64, 768.27, 0.0826, 198.5945, 13.3055),
+            ("fp8", 2, "b300", 9.2, 24.1, 355.1, 0.2035, 106.4514, 7.1967),
+            ("fp8", 2, "b300", 9.2, 24.1, 355.1, 0.2035, 106.4514, 7.1967),
+        ),
+    ],
+)
+def test_the_guide_picks_per_size_class(label, fmt, fastest, cheapest_one, cheapest_busy):
+    pick = picks(fmt, label)
+    assert (numbers(pick.fastest), numbers(pick.cheapest_one), numbers(pick.cheapest_busy)) == (fastest, cheapest_one, cheapest_busy)
+    for row in (pick.fastest, pick.cheapest_one, pick.cheapest_busy):
+        assert_engine_figures(row, row.configuration.price_per_hour)
+    assert pick.fastest.one.decode_tokens_per_s_per_request == max(r.one.decode_tokens_per_s_per_request for r in pick.rows)
+    assert pick.cheapest_busy.busy.usd_per_million_output_tokens == min(
+        r.busy.usd_per_million_output_tokens for r in pick.rows if r.busy is not None
+    )
+
+
+def test_the_guide_page_shows_its_picks(built_site):
+    text = (built_site / "en/guides/best-gpu-llm-inference/index.html").read_text()
+    start = text.index('id="inference-bf16"')
+    row = text[text.index('<tr><th scope="row">70B', start) :]
+    cells = [
+        " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td>(.*?)</td>", row[: row.index("</tr>")], re.S)
+    ]
+    assert cells == [
+        "8 × B300 98.5 tokens/s $36.80 per hour $103.99 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 33.9 tokens/s $1.52 per hour $12.67 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 386.9 tokens/s $1.52 per hour $1.09 per million output tokens Rent on Arrakis",
+    ]
+
+
+def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_site):
+    sentence = (
+        "Estimates from a roofline model calibrated on published benchmarks of llama.cpp, vLLM, TensorRT-LLM, and NVIDIA NIM: "
+        "mean error 5.8% for one request (36 measurements), 13.1% under load (12). See how speed is estimated."
+    )
+    for page in ("en/models/llama-3.1-70b/", "en/gpus/rtx-5090/", "en/guides/best-gpu-llm-inference/"):
+        text = (built_site / page / "index.html").read_text()
+        assert sentence in " ".join(html.unescape(re.sub(r"<[^>]+>", "", text)).split()), page
+        assert 'href="/en/methodology/#speed"' in text, page
+    method = " ".join(html.unescape(re.sub(r"<[^>]+>", "", (built_site / "en/methodology/index.html").read_text())).split())
+    assert "Speed and cost per token" in method
+    assert (
+        "Single-request decode: 36 of 36 measurements within 25%, mean error 5.8%, worst 18%. "
+        "Throughput under load: 11 of 12 within 35%, mean error 13.1%, worst 75.1%."
+    ) in method
+    assert '<h2 id="speed">Speed and cost per token</h2>' in (built_site / "en/methodology/index.html").read_text()
+
+
+def test_the_calibration_rules_yaml_states_is_the_measured_table():
+    """rules.yaml speed.calibration holds what tests.measurements.speed_table computes, to three decimals."""
+    found = measured_rows()
+    calibration = RULES.speed.calibration
+    for name, check in (("decode", calibration.decode), ("aggregate", calibration.aggregate)):
+        errors = [abs(row.error) for row in found if row.check == name and not row.excluded]
+        within = sum(1 for row in found if row.check == name and row.enforced and row.within)
+        assert (check.points, check.within) == (len(errors), within)
+        assert (check.mean_error, check.worst_error) == (round(math.fsum(errors) / len(errors), 3), round(max(errors), 3))
+
+
+def test_speed_pages_errors_name_the_line(inputs, monkeypatch):
+    monkeypatch.chdir(inputs)
+    rules = inputs / "catalogs/rules.yaml"
+    edit(rules, "    busy_requests: 16\n", "    busy_requests: 0\n")
+    edit(rules, "    guide_formats: [bf16, fp8, awq]\n", "    guide_formats: [bf16, fp9]\n")
+    edit(rules, "    kv_format: bf16\n", "    kv_format: bf17\n")
+    with pytest.raises(BuildError) as raised:
+        gather(options_for(inputs), now=NOW)
+    at = {text: line_of(rules, text) for text in ("busy_requests: 0", "kv_format: bf17", "guide_formats: [bf16, fp9]")}
+    assert raised.value.lines == [
+        f"catalogs/rules.yaml:{at['busy_requests: 0']}: rules: speed.pages.busy_requests: expected a positive integer, got 0",
+        f"catalogs/rules.yaml:{at['kv_format: bf17']}: rules: speed.pages.kv_format: unknown KV-cache format 'bf17' (expected bf16, fp32, fp8, q4_0 or q8_0)",
+        f"catalogs/rules.yaml:{at['guide_formats: [bf16, fp9]']}: rules: speed.pages.guide_formats: "
+        "unknown weight format 'fp9' (not in deployment.weight_formats)",
+    ]
