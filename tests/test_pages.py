@@ -31,7 +31,7 @@ SUBJECTS = {"models": ["llama-3.1-70b", "phi-4"], "gpus": ["h100-sxm"]}
 
 def test_every_kind_and_subject_in_every_language():
     pages = plan_pages(SITE, SUBJECTS)
-    assert len(pages) == 2 * (11 + 2 + 1)
+    assert len(pages) == 2 * (12 + 2 + 1)
     assert [p.url for p in pages if p.key == "model"] == [
         "es/modelos/llama-3.1-70b/",
         "en/models/llama-3.1-70b/",
