@@ -64,6 +64,7 @@ def test_every_kind_and_subject_in_every_language():
         True,
         True,
         True,
+        True,
     ]
 
 
