@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import compute
+from .assets import headers, publish
 from .compute_calculator import model_query
 from .errors import BuildError, Problems
 from .figures import site_figures
@@ -319,6 +320,7 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
     pages = plan_pages(site, subjects(catalog))
     languages = [language.code for language in site.languages]
     renderer = Renderer(options.templates, options.translations, languages, template_cache(options.project))
+    assets = publish(options.static)  # pages link to the names these files are published under
     links = {(page.key, page.subject, page.lang): page.url for page in pages}
     planned = frozenset(links.values())
     common: dict[str, Any] = dict(
@@ -336,8 +338,8 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
         tune=figures.finetune,
         fits=compute.fits,
         snapshot_time=snapshot_time,
-        url=lambda relative: site.base_path + relative,
-        absolute=lambda relative: site.base_url + relative,
+        url=lambda relative: site.base_path + assets.url(relative),
+        absolute=lambda relative: site.base_url + assets.url(relative),
         link=lambda key, lang, subject="": site.base_path + links[(key, subject, lang)],
         marketplace=site.marketplace,
         rent=site.marketplace.rent,
@@ -366,7 +368,8 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
     for language in site.languages:  # for hosts that serve the nearest 404.html: one in each language's folder
         words = {**common, **renderer.language_context(language.code, catalog.snapshot.currency)}
         extra[f"{language.code}/404.html"] = renderer.render("not-found.html", words).encode()
-    extra.update({f"assets/{path.name}": path.read_bytes() for path in sorted(options.static.iterdir()) if path.is_file()})
+    extra.update(assets.files)
+    extra["_headers"] = headers({**files, **extra}, site.base_path)
     clash = sorted(set(extra) & set(files))
     if clash:  # check_outputs keeps pages apart; this keeps them off the site's own files
         raise BuildError([f"{name}: a page and the site's own file would both be written here" for name in clash])
