@@ -20,6 +20,7 @@ LONG_CACHE = "public, max-age=31536000, immutable"  # a year: the name changes w
 SHORT_CACHE = "public, max-age=0, must-revalidate"  # pages and the other files: asked again each time
 _CSS_TOKENS = re.compile(r"""/\*.*?\*/|"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|\s+|[{};,]|[^"'/\s{};,]+|/""", re.S)
 _CSS_TIGHT = frozenset("{};,")
+_JS_MARKS = re.compile(r"\\.?|['\"`]|//")  # what can open or close a string or a comment
 
 
 @dataclass(frozen=True)
@@ -66,22 +67,19 @@ def _open_quote(line: str, quote: str | None) -> tuple[str, str | None]:
     a string that goes on to the next line: a template literal, or a string whose line ends in a
     backslash. A line that ends inside a quote is returned whole: without knowing where its strings
     end, nothing is cut."""
-    at = 0
-    while at < len(line):
-        char = line[at]
-        if char == "\\":
-            at += 2
+    for match in _JS_MARKS.finditer(line):
+        mark, at = match.group(0), match.start()
+        if mark[0] == "\\":
+            if match.end() > len(line) - 1 and len(mark) == 1:  # a final backslash: the string goes on
+                return line, quote
             continue
         if quote is not None:
-            if char == quote:
-                quote = None
-        elif char in "'\"`":
-            quote = char
-        elif line.startswith("//", at) and (at == 0 or line[at - 1] in " \t"):
+            quote = None if mark == quote else quote
+        elif mark in "'\"`":
+            quote = mark
+        elif mark == "//" and (at == 0 or line[at - 1] in " \t"):
             return line[:at].rstrip(), None
-        at += 1
-    goes_on = quote == "`" or (quote is not None and at > len(line))  # at passed the end: a final backslash
-    return line, quote if goes_on else None
+    return line, quote if quote == "`" else None
 
 
 def minify_css(text: str) -> str:
