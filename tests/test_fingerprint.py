@@ -37,7 +37,8 @@ def rebuild(project: Path, **options) -> dict[str, bytes]:
 
 
 def rendered_pages(monkeypatch) -> list[str]:
-    """The outputs of the pages the next builds render (the language choice, 404 and sitemap always are)."""
+    """The outputs of the pages the next builds render (the site's own files, the language choice, the 404 pages and the
+    sitemap, are rendered apart, when their keys change)."""
     seen: list[str] = []
     render_pages = pipeline.render_pages
 

@@ -106,3 +106,30 @@ def test_a_broken_cache_file_is_computed_again(project, computing, monkeypatch):
 def test_force_computes_everything(project, computing):
     build(project_options(project, force=True), now=NOW)
     assert computing == EVERYTHING
+
+
+def test_a_content_edit_renders_its_page_alone(project, monkeypatch):
+    """The site's own files (language choice, 404 pages, sitemap, robots.txt) have keys too."""
+    templates: list[str] = []
+    render = pipeline.Renderer.render
+    monkeypatch.setattr(pipeline.Renderer, "render", lambda self, name, context: templates.append(name) or render(self, name, context))
+    edit(project / "content/de/home.md", "\ntitle: ", "\ntitle: Die ")
+    build(project_options(project), now=NOW)
+    assert templates == ["home.html"]
+    edit(project / "translations/de/LC_MESSAGES/messages.po", 'msgstr "Zum Inhalt springen"', 'msgstr "Zum Inhalt"')
+    templates.clear()
+    build(project_options(project), now=NOW)
+    assert sorted(set(templates) - {"home.html", "guide.html", "model.html", "gpu.html"}) == [
+        "404.html",
+        "calculator.html",
+        "gpus.html",
+        "guide-finetune.html",
+        "index.html",
+        "methodology.html",
+        "models.html",
+        "not-found.html",
+        "prices.html",
+        "robots.txt",
+        "sitemap.xml",
+    ]
+    assert templates.count("not-found.html") == 1  # the German 404 page alone
