@@ -284,6 +284,6 @@ def test_an_open_page_reloads_after_a_save_and_shows_a_failed_build(inputs, page
             expect(page.locator("main")).to_contain_text(f"Three questions come up {count} times", timeout=WAIT * 1000)
             delays.append(time.monotonic() - saved)
         print(f"reloaded {statistics.median(delays):.3f} s after a save (median of 5: {', '.join(f'{d:.3f}' for d in delays)})")
-        assert statistics.median(delays) < 1.5  # 0.3 s on an idle machine (README); a loaded 2-core CI takes several times that
+        assert statistics.median(delays) < 3  # 1.7 s measured at a load of 9 on 2 cores (README)
     finally:
         server.stop()
