@@ -477,7 +477,8 @@ def build(options: Options, now: datetime | None = None, report: Callable[[str],
     if known is None:
         messages = {language.code: compile_translations(options.translations, language.code) for language in inputs.site.languages}
         known = Computed(key, inputs.catalog, site_figures(inputs.catalog), messages, moment)
-        remember(cache, known)
+        if computed_key(read_inputs(options), options.prices, moment) == key:  # no input was saved while it was read
+            remember(cache, known)
     pages = plan_pages(inputs.site, subjects(inputs.catalog))
     outputs = [
         *((page.output, page.lang, content_label(page)) for page in pages),

@@ -133,3 +133,18 @@ def test_a_content_edit_renders_its_page_alone(project, monkeypatch):
         "sitemap.xml",
     ]
     assert templates.count("not-found.html") == 1  # the German 404 page alone
+
+
+def test_what_was_computed_while_an_input_was_saved_is_not_kept(project, monkeypatch):
+    monkeypatch.setattr(memo, "_held", [])
+    (next((project / "cache").iterdir()) / memo.FILE).unlink()
+    figures = pipeline.site_figures
+    rules = project / "catalogs/rules.yaml"
+
+    def saving(catalog):  # noqa: ANN001, ANN202
+        edit(rules, "value: 0.15", "value: 0.14")  # saved after the build read it
+        return figures(catalog)
+
+    monkeypatch.setattr(pipeline, "site_figures", saving)
+    build(project_options(project, force=True), now=NOW)
+    assert memo._held == [] and not (next((project / "cache").iterdir()) / memo.FILE).exists()
