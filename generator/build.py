@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import compute
+from .assets import headers, publish
 from .compute_calculator import model_query
 from .errors import BuildError, Problems
 from .figures import site_figures
@@ -31,6 +32,7 @@ from .load import (
     snapshot_name,
     snapshot_time,
 )
+from .memo import Computed, computed_key, recall, remember
 from .options import BuildResult, Options, template_cache
 from .options import parallel_jobs as parallel_jobs  # where tests and scripts have found them
 from .options import project_options as project_options
@@ -39,7 +41,7 @@ from .price_checks import read_price_checks
 from .read_apis import read_apis
 from .read_gpus import read_gpus
 from .records import Catalog, Gpu, Model, Rules, Site
-from .render import Renderer
+from .render import Renderer, compile_translations
 from .validate import (
     Invalid,
     check_front_matter,
@@ -245,15 +247,17 @@ def load_catalog(catalogs: Path, prices: Path | None = None, now: datetime | Non
     return catalog
 
 
-def gather(options: Options, now: datetime | None = None) -> Inputs:
-    """Read and validate every input; raise one BuildError listing all problems."""
+def gather(options: Options, now: datetime | None = None, known: Computed | None = None) -> Inputs:
+    """Read and validate every input; raise one BuildError listing all problems. What an earlier
+    build read, validated and computed from the same inputs (memo.py) is not read again: the
+    catalogs, snapshots and translations."""
     problems = Problems()
-    catalog = read_catalog(options.catalogs, options.prices, problems, now)
+    catalog = known.catalog if known else read_catalog(options.catalogs, options.prices, problems, now)
     site_path = options.content / "site.yaml"
     site_data = read_yaml(site_path, _label(site_path), problems)
     site = read_site(site_data, _label(site_path), problems, ROUTE_KEYS) if site_data is not None else None
     content = _read_content(options.content, site, problems) if site else {}
-    for language in site.languages if site else ():
+    for language in site.languages if site and not known else ():
         catalog_file = options.translations / language.code / "LC_MESSAGES" / "messages.po"
         if not catalog_file.is_file():
             problems.add_raw(f"{_label(catalog_file)}: missing: every language needs its interface strings (see README, Editing content)")
@@ -311,18 +315,30 @@ def content_label(page: Page) -> str:
     return f"content/{page.lang}/{page.key}.md" if KINDS[page.key].has_content else ""
 
 
-def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = None) -> dict[str, bytes]:
+def own_files(site: Site) -> list[tuple[str, str]]:
+    """The site's files besides its pages that are rendered, each with its language ("": all)."""
+    return [
+        *((name, "") for name in (*ROOT_PAGES, "sitemap.xml", "robots.txt")),
+        *((f"{lang.code}/404.html", lang.code) for lang in site.languages),
+    ]
+
+
+def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = None, computed: Computed | None = None) -> dict[str, bytes]:
     """Every output file, as bytes, computed in memory before anything is written.
 
-    Pages in `kept` (the last build's bytes of pages whose inputs did not change) are not
-    rendered again. With jobs > 1 the pages are shared among forked processes (the rendering is pure).
+    Files in `kept` (the last build's bytes of pages and own_files whose inputs did not change)
+    are not rendered again; `computed` holds the catalog's figures and compiled strings when an
+    earlier build made them (memo.py). With jobs > 1 the pages are shared among forked processes
+    (the rendering is pure).
     """
     kept = kept or {}
     options, catalog, site = inputs.options, inputs.catalog, inputs.site
-    figures = site_figures(catalog)
+    figures = computed.figures if computed else site_figures(catalog)
     pages = plan_pages(site, subjects(catalog))
     languages = [language.code for language in site.languages]
-    renderer = Renderer(options.templates, options.translations, languages, template_cache(options.project))
+    messages = computed.messages if computed else None
+    renderer = Renderer(options.templates, options.translations, languages, template_cache(options.project), messages)
+    assets = publish(options.static)  # pages link to the names these files are published under
     links = {(page.key, page.subject, page.lang): page.url for page in pages}
     planned = frozenset(links.values())
     common: dict[str, Any] = dict(
@@ -342,8 +358,8 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
         infer=figures.infer,
         fits=compute.fits,
         snapshot_time=snapshot_time,
-        url=lambda relative: site.base_path + relative,
-        absolute=lambda relative: site.base_url + relative,
+        url=lambda relative: site.base_path + assets.url(relative),
+        absolute=lambda relative: site.base_url + assets.url(relative),
         link=lambda key, lang, subject="": site.base_path + links[(key, subject, lang)],
         marketplace=site.marketplace,
         rent=site.marketplace.rent,
@@ -358,21 +374,26 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
             context["content"] = renderer.content(inputs.content[(page.lang, page.key)], context)
         return renderer.render(page.template, context).encode()
 
-    renderer.prepare(catalog.snapshot.currency)
     due = tuple(page for page in pages if page.output not in kept)
-    rendered, problems = in_parallel(due, render, jobs) if jobs > 1 and len(due) > 1 else render_pages(due, render)
+    parallel = jobs > 1 and len(due) > 1
+    if parallel:  # else a language's formats are loaded when a page of it is rendered
+        renderer.prepare(catalog.snapshot.currency)
+    rendered, problems = in_parallel(due, render, jobs) if parallel else render_pages(due, render)
     if problems:
         raise BuildError(sorted(set(problems), key=problems.index))
     files = {page.output: kept[page.output] if page.output in kept else rendered[page.output] for page in pages}
-    first = site.languages[0].code
-    root = {**common, **renderer.language_context(first, catalog.snapshot.currency), "pages": pages}
-    root["translations"] = [(language, renderer.strings[language.code]["_"]) for language in site.languages]
-    root["translate"] = {language.code: renderer.strings[language.code]["_"] for language in site.languages}
-    extra = {name: renderer.render(name, root).encode() for name in (*ROOT_PAGES, "sitemap.xml", "robots.txt")}
-    for language in site.languages:  # for hosts that serve the nearest 404.html: one in each language's folder
-        words = {**common, **renderer.language_context(language.code, catalog.snapshot.currency)}
-        extra[f"{language.code}/404.html"] = renderer.render("not-found.html", words).encode()
-    extra.update({f"assets/{path.name}": path.read_bytes() for path in sorted(options.static.iterdir()) if path.is_file()})
+
+    def render_own(name: str, lang: str) -> bytes:
+        if lang:  # for hosts that serve the nearest 404.html: one in each language's folder
+            return renderer.render("not-found.html", {**common, **renderer.language_context(lang, catalog.snapshot.currency)}).encode()
+        root = {**common, **renderer.language_context(site.languages[0].code, catalog.snapshot.currency), "pages": pages}
+        root["translations"] = [(language, renderer.strings[language.code]["_"]) for language in site.languages]
+        root["translate"] = {language.code: renderer.strings[language.code]["_"] for language in site.languages}
+        return renderer.render(name, root).encode()
+
+    extra = {name: kept[name] if name in kept else render_own(name, lang) for name, lang in own_files(site)}
+    extra.update(assets.files)
+    extra["_headers"] = headers({**files, **extra}, site.base_path)
     clash = sorted(set(extra) & set(files))
     if clash:  # check_outputs keeps pages apart; this keeps them off the site's own files
         raise BuildError([f"{name}: a page and the site's own file would both be written here" for name in clash])
@@ -455,9 +476,22 @@ def build(options: Options, now: datetime | None = None, report: Callable[[str],
     if same is not None:
         return same
     read = read_inputs(options)  # before gathering: a file saved meanwhile makes the next build look again
-    inputs = gather(options, now)
-    keys = page_keys(read, ((page.output, page.lang, content_label(page)) for page in plan_pages(inputs.site, subjects(inputs.catalog))))
-    files = render_site(inputs, options.jobs, {} if options.force else earlier_pages(options.out, keys))
+    moment, cache = now or datetime.now(UTC), template_cache(options.project)
+    key = computed_key(read, options.prices, moment)
+    known = None if options.force else recall(cache, key, moment)
+    inputs = gather(options, moment, known)
+    if known is None:
+        messages = {language.code: compile_translations(options.translations, language.code) for language in inputs.site.languages}
+        known = Computed(key, inputs.catalog, site_figures(inputs.catalog), messages, moment)
+        if computed_key(read_inputs(options), options.prices, moment) == key:  # no input was saved while it was read
+            remember(cache, known)
+    pages = plan_pages(inputs.site, subjects(inputs.catalog))
+    outputs = [
+        *((page.output, page.lang, content_label(page)) for page in pages),
+        *((name, lang, "") for name, lang in own_files(inputs.site)),
+    ]
+    keys = page_keys(read, outputs)
+    files = render_site(inputs, options.jobs, {} if options.force else earlier_pages(options.out, keys), known)
     with OutputFolder(options.out, report) as folder:
         summary = folder.write(files, fingerprint(options, read), {**input_facts(inputs), "pages": keys})
     return BuildResult(summary, time.perf_counter() - started, inputs.warnings, summary.pages)

@@ -9,6 +9,7 @@ or YAML.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import re
@@ -39,14 +40,15 @@ def input_files(options: Options) -> list[tuple[str, Path]]:
     return named
 
 
-def dependency_versions() -> list[str]:
+@functools.cache
+def dependency_versions() -> tuple[str, ...]:
     """name=version of Python and of every library gpumem declares (a new release may render otherwise)."""
     try:
         declared = importlib.metadata.requires("gpumem") or []
     except importlib.metadata.PackageNotFoundError:  # run from a source folder, not installed
         declared = []
     names = sorted({match.group(0).lower() for item in declared if "extra ==" not in item if (match := REQUIREMENT_NAME.match(item))})
-    return [f"python={sys.version}", *(f"{name}={_version(name)}" for name in names)]
+    return (f"python={sys.version}", *(f"{name}={_version(name)}" for name in names))
 
 
 def _version(name: str) -> str:
@@ -61,7 +63,7 @@ def read_inputs(options: Options) -> dict[str, bytes]:
     return {label: _bounded_bytes(path) for label, path in input_files(options)}
 
 
-def _update(digest: Any, label: str, content: bytes) -> None:
+def update_digest(digest: Any, label: str, content: bytes) -> None:
     digest.update(f"{label}\0{len(content)}\0".encode() + content)
 
 
@@ -69,7 +71,7 @@ def fingerprint(options: Options, files: dict[str, bytes] | None = None) -> str:
     """A digest of everything the output can depend on but the clock (see the module docstring)."""
     digest = hashlib.sha256()
     for label, content in (files if files is not None else read_inputs(options)).items():
-        _update(digest, label, content)
+        update_digest(digest, label, content)
     digest.update("|".join(dependency_versions()).encode())
     return digest.hexdigest()
 
@@ -87,18 +89,18 @@ def page_keys(files: dict[str, bytes], pages: Iterable[tuple[str, str, str]]) ->
     shared = hashlib.sha256()
     for label, content in files.items():
         if not _own(label):
-            _update(shared, label, content)
+            update_digest(shared, label, content)
     shared.update("|".join(dependency_versions()).encode())
     strings: dict[str, bytes] = {}
     keys = {}
     for output, lang, content_label in pages:
-        if lang not in strings:
+        if lang not in strings:  # "": every language's (the language choice, the sitemap)
             language = hashlib.sha256()
-            for label in sorted(label for label in files if label.startswith(f"translations/{lang}/")):
-                _update(language, label, files[label])
+            for label in sorted(label for label in files if label.startswith(f"translations/{lang}/" if lang else "translations/")):
+                update_digest(language, label, files[label])
             strings[lang] = language.digest()
         digest = hashlib.sha256(shared.digest() + strings[lang])
-        _update(digest, output, files.get(content_label, b"\0none") if content_label else b"")
+        update_digest(digest, output, files.get(content_label, b"\0none") if content_label else b"")
         keys[output] = digest.hexdigest()
     return keys
 

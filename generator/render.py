@@ -120,15 +120,19 @@ class Formats:
         return format_list(list(names), locale=self.locale)
 
 
-def load_translations(translations_dir: Path, lang: str) -> gettext.NullTranslations:
-    """A language's gettext catalog, compiled from its .po file in memory."""
+def compile_translations(translations_dir: Path, lang: str) -> bytes:
+    """A language's .po file compiled in memory: the bytes of its .mo."""
     path = translations_dir / lang / "LC_MESSAGES" / "messages.po"
     with path.open("rb") as handle:
         catalog = read_po(handle, locale=lang.replace("-", "_"))
     compiled = io.BytesIO()
     write_mo(compiled, catalog)
-    compiled.seek(0)
-    return gettext.GNUTranslations(compiled)
+    return compiled.getvalue()
+
+
+def load_translations(translations_dir: Path, lang: str, compiled: bytes | None = None) -> gettext.NullTranslations:
+    """A language's gettext catalog, from its .po file (or from `compiled`, its .mo bytes)."""
+    return gettext.GNUTranslations(io.BytesIO(compiled if compiled is not None else compile_translations(translations_dir, lang)))
 
 
 def gettext_functions(translations: gettext.NullTranslations) -> dict[str, Callable[..., Markup]]:
@@ -219,7 +223,15 @@ class Content:
 class Renderer:
     """One Jinja environment; a page is rendered with its language's formats and strings."""
 
-    def __init__(self, templates_dir: Path, translations_dir: Path, languages: Iterable[str], cache: Path | None = None) -> None:
+    def __init__(
+        self,
+        templates_dir: Path,
+        translations_dir: Path,
+        languages: Iterable[str],
+        cache: Path | None = None,
+        messages: dict[str, bytes] | None = None,
+    ) -> None:
+        """`messages`: the languages' .mo bytes when compiled already (compile_translations)."""
         # Compiled templates (layouts and content) are kept between builds, keyed on their bytes.
         self.compiled = jinja2.FileSystemBytecodeCache(str(cache)) if cache is not None else None
         self.env = jinja2.Environment(
@@ -250,7 +262,8 @@ class Renderer:
             keep_trailing_newline=True,
         )
         self.content_env.filters.update(self.env.filters)
-        self.strings = {lang: gettext_functions(load_translations(translations_dir, lang)) for lang in languages}
+        messages = messages or {}
+        self.strings = {lang: gettext_functions(load_translations(translations_dir, lang, messages.get(lang))) for lang in languages}
         self.markdown = markdown.Markdown(extensions=["toc"], output_format="html")
         self._contexts: dict[tuple[str, str], dict[str, Any]] = {}
 

@@ -19,3 +19,11 @@ CATALOGS = REPO / "tests" / "fixtures" / "catalogs"
 def fixture_options(**changes: Any) -> Options:
     """Options for this repository's project with the fixture catalogs."""
     return project_options(REPO, **{"catalogs": CATALOGS, **changes})
+
+
+def published(site: Path, name: str) -> Path:
+    """The file a build published for templates/static/<name>: assets/<stem>.<digest><suffix>."""
+    stem, dot, suffix = name.rpartition(".")
+    found = sorted((site / "assets").glob(f"{stem}.{'[0-9a-f]' * 10}{dot}{suffix}"))
+    assert len(found) == 1, (name, found)
+    return found[0]

@@ -16,7 +16,7 @@ from gpumem.hf_config import count
 from gpumem.records import Architecture, Attention, Experts, Model
 from gpumem.render import Formats
 
-from .project import CATALOGS, REPO
+from .project import CATALOGS, REPO, published
 
 CATALOG = load_catalog(CATALOGS)
 SHOP = compute.Shop(CATALOG)
@@ -563,7 +563,7 @@ def test_random_typing_never_shows_nan_infinity_or_undefined(calculator: Page):
 
 
 def test_light_fast_and_local(calculator: Page, built_site):
-    script = (built_site / "assets/calculator.js").stat().st_size
+    script = published(built_site, "calculator.js").stat().st_size
     html = (built_site / "en/calculator/index.html").read_text()
     data = len(re.search(r'<script type="application/json" id="calculator-data">(.*?)</script>', html, re.S).group(1).encode())
     messages = len(re.search(r'<script type="application/json" id="calculator-messages">(.*?)</script>', html, re.S).group(1).encode())

@@ -17,7 +17,7 @@ from gpumem.errors import BuildError
 from gpumem.fingerprint import fingerprint, unchanged
 
 from .conftest import NOW, SNAPSHOT, edit, tree
-from .project import CATALOGS, REPO
+from .project import CATALOGS, REPO, published
 
 
 @pytest.fixture
@@ -37,7 +37,8 @@ def rebuild(project: Path, **options) -> dict[str, bytes]:
 
 
 def rendered_pages(monkeypatch) -> list[str]:
-    """The outputs of the pages the next builds render (the language choice, 404 and sitemap always are)."""
+    """The outputs of the pages the next builds render (the site's own files, the language choice, the 404 pages and the
+    sitemap, are rendered apart, when their keys change)."""
     seen: list[str] = []
     render_pages = pipeline.render_pages
 
@@ -71,7 +72,6 @@ def rendered_pages(monkeypatch) -> list[str]:
         (f"catalogs/prices/{SNAPSHOT}", "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 2.05,", "en/prices/index.html", "$2.05"),
         ("content/en/home.md", "Three questions", "Three hard questions", "en/index.html", "Three hard questions"),
         ("templates/home.html", "</article>", "<p>template edit</p></article>", "en/index.html", "template edit"),
-        ("templates/static/style.css", "body", "/* style edit */ body", "assets/style.css", "style edit"),
         (
             "translations/es/LC_MESSAGES/messages.po",
             'msgstr "Ir al contenido"',
@@ -136,9 +136,24 @@ def test_a_page_changed_in_the_output_is_rendered_again(project, monkeypatch):
 def test_a_file_moved_into_the_assets_is_published(project):
     """Digests of relative paths: the same bytes under another folder are another input."""
     (project / "templates/notes.txt").write_text("kept out of the site\n")
-    assert "assets/notes.txt" not in rebuild(project)
+    assert not [name for name in rebuild(project) if name.startswith("assets/notes.")]
     (project / "templates/notes.txt").rename(project / "templates/static/notes.txt")
-    assert rebuild(project)["assets/notes.txt"] == b"kept out of the site\n"
+    rebuild(project)
+    assert published(project / "site", "notes.txt").read_bytes() == b"kept out of the site\n"
+
+
+def test_a_stylesheet_edit_publishes_it_under_a_new_name_and_removes_the_old_one(project):
+    site = project / "site"
+    old = published(site, "style.css")
+    edit(project / "templates/static/style.css", "a{color:var(--accent)}", "a{color:var(--accent);text-underline-offset:.2em}")
+    files = rebuild(project)
+    new = published(site, "style.css")
+    assert new.name != old.name and not old.exists()
+    assert b"a{color:var(--accent);text-underline-offset:.2em}" in new.read_bytes()
+    assert f'<link rel="stylesheet" href="/assets/{new.name}">'.encode() in files["fr/prix/index.html"]
+    assert [name for name, content in files.items() if old.name.encode() in content] == []
+    build(project_options(project, out=project / "clean", force=True), now=NOW)
+    assert files == tree(project / "clean")
 
 
 def test_the_code_a_library_and_python_are_in_the_fingerprint(project, monkeypatch, tmp_path):

@@ -15,7 +15,7 @@ from gpumem.errors import BuildError
 from gpumem.prices import diff, import_export
 
 from .conftest import NOW, SNAPSHOT, options_for
-from .project import REPO
+from .project import REPO, published
 
 HEADER = "machine_id,gpu,gpus,price_per_gpu_hour,country,form_factor,interconnect\n"
 # A clock after the snapshots these tests import (2026-11-07 and -08): no snapshot may be in the future.
@@ -189,12 +189,11 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
         [
             "404.html",
             *(f"{lang}/404.html" for lang in ("es", "en", "pt", "fr", "de")),
-            "assets/api.js",
-            "assets/calculator.js",
-            "assets/favicon.svg",
-            "assets/style.css",
-            "assets/tables.css",
-            "assets/tables.js",
+            "_headers",
+            *(
+                str(published(site, name).relative_to(site))
+                for name in ("api.js", "calculator.js", "favicon.svg", "style.css", "tables.css", "tables.js")
+            ),
             "index.html",
             "robots.txt",
             "sitemap.xml",

@@ -13,7 +13,7 @@ from playwright.sync_api import Page
 
 from gpumem.pages import page_url
 
-from .project import REPO
+from .project import REPO, published
 
 VNU = REPO / "node_modules/vnu-jar/build/dist/vnu.jar"
 AXE = REPO / "node_modules/axe-core/axe.min.js"
@@ -162,4 +162,4 @@ def test_no_page_loads_anything_from_another_host(built_site: Path):
                 offenders.append(f"{page}: {tag}")
         offenders += [f"{page}: {m.group(0)}" for m in loading.finditer(html) if not m.group(0).startswith("<link")]
     assert offenders == []
-    assert "url(" not in (built_site / "assets/style.css").read_text()
+    assert "url(" not in published(built_site, "style.css").read_text()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import queue
 import re
+import statistics
 import subprocess
 import sys
 import threading
@@ -270,9 +271,19 @@ def test_an_open_page_reloads_after_a_save_and_shows_a_failed_build(inputs, page
             timeout=WAIT * 1000,
         )
         edit(home, "Three {{ questions come up", "Three questions always come up")
-        saved = time.monotonic()
         expect(page.locator("main")).to_contain_text("Three questions always come up", timeout=WAIT * 1000)
-        print(f"reloaded {time.monotonic() - saved:.2f} s after the save")
         expect(page.locator("#gpumem-error")).to_have_count(0)
+        delays = []
+        for count in range(1, 6):  # a save to the page showing it: the watcher, the build, the event, the reload
+            edit(
+                home,
+                "Three questions always come up" if count == 1 else f"Three questions come up {count - 1} times",
+                f"Three questions come up {count} times",
+            )
+            saved = time.monotonic()
+            expect(page.locator("main")).to_contain_text(f"Three questions come up {count} times", timeout=WAIT * 1000)
+            delays.append(time.monotonic() - saved)
+        print(f"reloaded {statistics.median(delays):.3f} s after a save (median of 5: {', '.join(f'{d:.3f}' for d in delays)})")
+        assert statistics.median(delays) < 3  # 1.7 s measured at a load of 9 on 2 cores (README)
     finally:
         server.stop()

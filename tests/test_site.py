@@ -11,7 +11,7 @@ from gpumem.build import build, gather
 from gpumem.serve import served
 
 from .conftest import NOW, SNAPSHOT, edit, options_for
-from .project import fixture_options
+from .project import fixture_options, published
 from .sitecheck import broken_links, crawl, read_page
 
 LANGUAGES = ("es", "en", "pt", "fr", "de")
@@ -25,8 +25,9 @@ def test_every_page_exists_in_every_language(built_site):
     assert per_language == 65
     for lang in LANGUAGES:
         assert len(list((built_site / lang).rglob("index.html"))) == per_language
-    for name in ("index.html", "404.html", "sitemap.xml", "robots.txt", "assets/style.css", "assets/favicon.svg"):
+    for name in ("index.html", "404.html", "sitemap.xml", "robots.txt", "_headers"):
         assert (built_site / name).is_file()
+    assert published(built_site, "style.css").is_file() and published(built_site, "favicon.svg").is_file()
 
 
 def test_spanish_and_english_urls_are_the_fixed_ones(built_site):
@@ -164,7 +165,7 @@ def test_sub_path_site_served_under_a_prefix_follows_every_link(inputs, tmp_path
     assert all(path.startswith("/guides/") for path in seen)
     assert len([path for path in seen if path.endswith("/")]) == 326  # 325 pages and the language choice
     html = (out / "es/guias/memoria-gpu/index.html").read_text()
-    assert '<link rel="stylesheet" href="/guides/assets/style.css">' in html
+    assert f'<link rel="stylesheet" href="/guides/assets/{published(out, "style.css").name}">' in html
     assert '<link rel="canonical" href="https://example.org/guides/es/guias/memoria-gpu/">' in html
     hrefs = re.findall(r'(?:href|src)="(/[^"]*)"', "".join(p.read_text() for p in out.rglob("*.html")))
     assert hrefs and all(h.startswith("/guides/") for h in hrefs)

@@ -1,0 +1,145 @@
+"""Cache-safe assets (issue 14, part 5): minified, named by their bytes, cached by `_headers`."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpumem.assets import Assets, headers, minify_css, minify_js, publish, published_name
+from gpumem.build import build, project_options
+from gpumem.errors import BuildError
+
+from .conftest import NOW, edit
+from .project import REPO, published
+
+
+def test_javascript_loses_comments_indentation_and_blank_lines_but_not_its_line_breaks():
+    source = (
+        "// a file comment\n"
+        "(function () {\n"
+        '  "use strict";\n'
+        "\n"
+        "  var a = 1;  // why one\n"
+        "  var b = a / 2 // half\n"
+        "    + 3;\n"
+        '  var url = "https://example.org/x"; // the slashes of a string stay\n'
+        "  var re = /[\"']/g; // a quote in a pattern: the line is kept whole\n"
+        "  var t = `first\n"
+        "\n"
+        "    // in the literal\n"
+        "  last`;  // after it\n"
+        '  var s = "one \\\n'
+        '    two";\n'
+        "})();\n"
+    )
+    assert minify_js(source) == (
+        "(function () {\n"
+        '"use strict";\n'
+        "var a = 1;\n"
+        "var b = a / 2\n"
+        "+ 3;\n"
+        'var url = "https://example.org/x";\n'
+        "var re = /[\"']/g; // a quote in a pattern: the line is kept whole\n"
+        "var t = `first\n"
+        "\n"
+        "    // in the literal\n"
+        "  last`;  // after it\n"
+        'var s = "one \\\n'
+        '    two";\n'
+        "})();\n"
+    )
+
+
+def test_css_loses_comments_and_the_spaces_that_separate_nothing():
+    source = '/* head */\n:root { --a : 1px ; }\na :hover , b > c {\n  width: calc(1px + 2px);  /* why */\n  content: "a  ;  b";\n}\n'
+    assert minify_css(source) == ':root{--a : 1px}a :hover,b > c{width: calc(1px + 2px);content: "a  ;  b"}'
+
+
+def test_a_published_name_carries_the_digest_of_the_bytes():
+    assert published_name("assets/style.css", b"p{}") == "assets/style.806db22126.css"
+    assert published_name("assets/style.css", b"p{ }") == "assets/style.2b6917cfbc.css"
+    assert published_name("assets/LICENSE", b"p{}") == "assets/LICENSE.806db22126"
+
+
+def test_the_published_files_are_the_minified_ones_under_their_digests(tmp_path: Path):
+    (tmp_path / "app.js").write_text("  // note\n  go();\n")
+    (tmp_path / "app.css").write_text("p { margin: 0 ; }\n")
+    (tmp_path / "icon.svg").write_bytes(b"<svg/>\n")
+    (tmp_path / "folder").mkdir()
+    assets = publish(tmp_path)
+    assert assets.names == {
+        "assets/app.css": published_name("assets/app.css", b"p{margin: 0}"),
+        "assets/app.js": published_name("assets/app.js", b"go();\n"),
+        "assets/icon.svg": published_name("assets/icon.svg", b"<svg/>\n"),
+    }
+    assert assets.files == {
+        assets.names["assets/app.css"]: b"p{margin: 0}",
+        assets.names["assets/app.js"]: b"go();\n",
+        assets.names["assets/icon.svg"]: b"<svg/>\n",
+    }
+
+
+def test_a_link_to_an_asset_takes_its_published_name_and_a_missing_one_is_an_error():
+    assets = Assets({"assets/a.css": "assets/a.0123456789.css"}, {})
+    assert assets.url("assets/a.css") == "assets/a.0123456789.css"
+    assert assets.url("es/") == "es/"
+    with pytest.raises(ValueError, match=r"^assets/b\.css: no such file in templates/static$"):
+        assets.url("assets/b.css")
+
+
+def test_a_template_linking_to_a_missing_asset_fails_the_build(inputs: Path):
+    for name in ("templates", "translations"):
+        shutil.copytree(REPO / name, inputs / name)
+    edit(inputs / "templates/base.html", "url('assets/style.css')", "url('assets/styles.css')")
+    with pytest.raises(BuildError) as caught:
+        build(project_options(inputs, catalogs=inputs / "catalogs"), now=NOW)
+    assert caught.value.lines[0] == "templates/home.html: es/index.html: ValueError: assets/styles.css: no such file in templates/static"
+    assert len(caught.value.lines) == 330 and all(
+        line.endswith(": assets/styles.css: no such file in templates/static") for line in caught.value.lines
+    )
+
+
+def test_headers_give_assets_a_year_and_everything_else_no_cache():
+    files = {"index.html": b"", "404.html": b"", "es/index.html": b"", "es/x/index.html": b"", "assets/a.1.css": b"", "robots.txt": b""}
+    assert headers(files, "/guides/").decode() == (
+        "/guides/assets/*\n"
+        "  Cache-Control: public, max-age=31536000, immutable\n"
+        "/guides/es/*\n"
+        "  Cache-Control: public, max-age=0, must-revalidate\n"
+        "/guides/\n"
+        "  Cache-Control: public, max-age=0, must-revalidate\n"
+        "/guides/404.html\n"
+        "  Cache-Control: public, max-age=0, must-revalidate\n"
+        "/guides/index.html\n"
+        "  Cache-Control: public, max-age=0, must-revalidate\n"
+        "/guides/robots.txt\n"
+        "  Cache-Control: public, max-age=0, must-revalidate\n"
+    )
+
+
+def test_the_built_site_has_its_headers_and_links_only_published_assets(built_site: Path):
+    short = "  Cache-Control: public, max-age=0, must-revalidate\n"
+    assert (built_site / "_headers").read_text() == (
+        "/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n"
+        + "".join(f"/{lang}/*\n{short}" for lang in ("de", "en", "es", "fr", "pt"))
+        + "".join(f"{path}\n{short}" for path in ("/", "/404.html", "/index.html", "/robots.txt", "/sitemap.xml"))
+    )
+    sources = sorted(path.name for path in (REPO / "templates/static").iterdir())
+    assets = sorted(path.name for path in (built_site / "assets").iterdir())
+    assert assets == sorted(published(built_site, name).name for name in sources)
+    linked = set()
+    for page in built_site.rglob("*.html"):
+        linked.update(re.findall(r'(?:href|src)="/(assets/[^"]*)"', page.read_text()))
+    assert linked == {f"assets/{name}" for name in assets}
+
+
+def test_the_built_scripts_and_styles_are_the_minified_sources(built_site: Path):
+    for name, minify in (("calculator.js", minify_js), ("tables.js", minify_js), ("style.css", minify_css), ("tables.css", minify_css)):
+        expected = minify((REPO / "templates/static" / name).read_text()).encode()
+        assert published(built_site, name).read_bytes() == expected
+        assert published(built_site, name).name == Path(published_name(f"assets/{name}", expected)).name
+    script = published(built_site, "calculator.js").read_text()
+    assert not re.search(r"^\s|^//|\n\n", script, re.M)
