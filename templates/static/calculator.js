@@ -5,10 +5,10 @@
 
   var ARCH = ["params", "layers", "heads", "kv_heads", "head_dim", "hidden", "vocab", "tied", "intermediate",
     "experts", "experts_active", "expert_width"];
-  var FIELDS = ["model"].concat(ARCH, ["mode", "weights", "kv", "gpus", "batch", "context"]);
+  var FIELDS = ["model"].concat(ARCH, ["mode", "weights", "kv", "gpus", "batch", "context", "prompt", "output", "sort"]);
   var FULL = { kind: "full", window: 0, slidingLayers: 0, latent: 0 };  // full attention: every layer caches every token
   var PARTS = ["weights", "kv_cache", "gradients", "optimizer", "overhead"];  // their index is their colour class
-  var SERVE_ONLY = ["hidden", "vocab", "intermediate", "gpus"];
+  var SERVE_ONLY = ["hidden", "vocab", "intermediate", "gpus", "prompt", "output"];
 
   // Mirrors memory.memory_need for the fine-tuning modes: parts in GB, with the same operations.
   function compute(data, s) {
@@ -113,14 +113,20 @@
     return large ? dep.largeBatch : dep.smallBatch;
   }
 
+  // deployment.kv_cache_bytes_per_gpu: `sequences` requests of `tokens` tokens; sliding-window layers hold their window.
+  function kvCache(data, arch, kv, tokens, sequences, gpus, runtime) {
+    var slots = layerSlots(data, arch, runtime);
+    var layerTokens = slots[0] * tokens + slots[1] * Math.min(tokens, arch.attention.window);
+    return kvElements(arch, gpus) * kv.bytes * layerTokens * sequences;
+  }
+
   // Mirrors deployment.deployment: bytes, the whole model's weights and every per-GPU part.
   function deploymentNeed(data, s, fmt, kv, gpus, tokens, sequences, batch) {
     var weights = weightsBytes(data, s, fmt), arch = s.arch;
-    var slots = layerSlots(data, arch, fmt.runtime), elements = kvElements(arch, gpus);
-    var layerTokens = slots[0] * tokens + slots[1] * Math.min(tokens, arch.attention.window);
+    var slots = layerSlots(data, arch, fmt.runtime);
     var need = { gpus: gpus, weights: weights, weightsPerGpu: weights / gpus,
-      kvPerToken: elements * kv.bytes * (slots[0] + slots[1]),
-      kv: elements * kv.bytes * layerTokens * sequences,
+      kvPerToken: kvElements(arch, gpus) * kv.bytes * (slots[0] + slots[1]),
+      kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime),
       runtime: runtimeBytes(data, arch, fmt, gpus, batch) };
     need.perGpu = need.weightsPerGpu + need.runtime + need.kv;
     return need;
@@ -311,7 +317,7 @@
   var LIMITS = { params: "max_params_b", layers: "max_layers", heads: "max_heads", kv_heads: "max_heads",
     head_dim: "max_head_dim", batch: "max_batch", context: "max_context", hidden: "max_hidden", vocab: "max_vocab",
     intermediate: "max_intermediate", gpus: "max_gpus", experts: "max_experts", experts_active: "max_experts",
-    expert_width: "max_intermediate" };
+    expert_width: "max_intermediate", prompt: "max_context", output: "max_context" };
 
   function checkNumber(data, raw, field, errors, values, zero) {
     var parsed = parseNumber(raw[field]);
@@ -340,6 +346,7 @@
         if (values.experts_active > values.experts) errors.experts_active = ["atMost", values.experts];
       }
       if (["0", "1"].indexOf(raw.tied) < 0) errors.tied = ["choice"];
+      if (data.sorts.indexOf(raw.sort) < 0) errors.sort = ["choice"];
     }
     if (values.heads && values.kv_heads && values.heads % values.kv_heads !== 0) errors.kv_heads = ["divide", values.heads];
     if (["serve", "full", "lora", "qlora"].indexOf(raw.mode) < 0) errors.mode = ["choice"];
@@ -373,7 +380,8 @@
     }
     if (Object.keys(errors).length) return { errors: errors };
     return { state: { model: raw.model, mode: raw.mode, weights: raw.weights, kv: raw.kv, params: values.params,
-      vision: extra.vision, batch: values.batch, context: values.context, gpus: values.gpus, arch: arch } };
+      vision: extra.vision, batch: values.batch, context: values.context, gpus: values.gpus, arch: arch,
+      active: preset && preset.active || null, prompt: values.prompt, output: values.output, sort: raw.sort } };
   }
 
   function presetOf(data, id) {
@@ -406,7 +414,8 @@
     }
     if (!has(data.weightFormats, raw.weights)) raw.weights = preset ? preset.release : d.weights;
     if (!byName(data.kvFormats, raw.kv)) raw.kv = d.kv;
-    ["mode", "gpus", "batch", "context"].forEach(function (f) { if (raw[f] === null) raw[f] = String(d[f]); });
+    ["mode", "gpus", "batch", "context", "prompt", "output"].forEach(function (f) { if (raw[f] === null) raw[f] = String(d[f]); });
+    if (data.sorts.indexOf(raw.sort) < 0) raw.sort = d.sort;
     if (raw.tied === null) raw.tied = "0";
     ["experts", "experts_active", "expert_width"].forEach(function (f) { if (raw[f] === null) raw[f] = "0"; });
     ARCH.forEach(function (f) { if (raw[f] === null) raw[f] = ""; });
@@ -442,6 +451,9 @@
     var lang = document.documentElement.lang;
     var number = new Intl.NumberFormat(lang, { useGrouping: "always", maximumFractionDigits: 1, roundingMode: "halfEven" });
     var money = new Intl.NumberFormat(lang, { style: "currency", currency: data.currency, useGrouping: "always", roundingMode: "halfEven" });
+    var rate = new Intl.NumberFormat(lang, { useGrouping: "always", maximumFractionDigits: data.digits.seconds, roundingMode: "halfEven" });
+    var perMillion = new Intl.NumberFormat(lang, { style: "currency", currency: data.currency, useGrouping: "always",
+      roundingMode: "halfEven", minimumFractionDigits: data.digits.perMillion, maximumFractionDigits: data.digits.perMillion });
     var form = root.querySelector("form");
     var gb = function (v) { return fill(text.gb, { value: number.format(v) }); };
 
@@ -508,6 +520,7 @@
       var s = checked.state;
       summary.textContent = "";
       summary.hidden = s.mode !== "serve";
+      root.querySelector("#calc-sorting").hidden = s.mode !== "serve" || !data.speed;
       if (s.mode === "serve") renderServe(s, total, summary);
       else renderTraining(s, total);
     }
@@ -536,9 +549,13 @@
         bar.appendChild(segment(index, value, need.perGpu / 1e9));
       });
       bar.setAttribute("aria-label", labels.join(text.semicolon + " "));
-      renderList(need.fits, function (c) {
+      var found = data.speed ? window.gpumemSpeed.rows(data, s, need.fits).map(function (row) {
+        return Object.assign({ speed: row.speed }, row.fit);
+      }) : need.fits;
+      renderList(found, function (c) {
         return fill(text.fitOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price) });
-      }, rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }));
+      }, rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }), speedLine);
+      root.querySelector("#calc-order").textContent = fill(text.orders[s.sort], { requests: number.format(s.batch) });
       var counts = root.querySelector("#calc-counts");
       counts.textContent = need.runtimeName === "vllm"
         ? fill(text.countsVllm, { heads: number.format(s.arch.heads), kv_heads: number.format(s.arch.kvHeads),
@@ -597,14 +614,25 @@
       return { tight: fill(text.tightRule, values), comfortable: fill(text.comfortableRule, values) };
     }
 
-    // A line per configuration found, its tag with the rule and its rent link, or the line saying none.
-    function renderList(found, line, rules) {
+    // A configuration's speed and cost per million tokens (serving).
+    function speedLine(c) {
+      var v = c.speed;
+      return element("small", fill(text.speedLine, { decode: number.format(v.decode), aggregate: number.format(v.aggregate),
+        ttft: rate.format(v.ttft), output: perMillion.format(v.outputCost), input: perMillion.format(v.inputCost) }));
+    }
+
+    // A line per configuration found, its tag with the rule (and its speed) and its rent link, or the line saying none.
+    function renderList(found, line, rules, after) {
       var list = root.querySelector("#calc-options"), items = document.createDocumentFragment();
       if (!found.length) items.appendChild(element("li", text.none));
       found.forEach(function (c) {
         var tag = c.tight ? "tight" : "comfortable", item = element("li", line(c) + " ");
         item.appendChild(element("span", text[tag], { "class": tag }));
         item.appendChild(document.createTextNode(" " + rules[tag] + " "));
+        if (after && c.speed) {
+          item.appendChild(after(c));
+          item.appendChild(document.createTextNode(" "));
+        }
         item.appendChild(rentLink(c));
         items.appendChild(item);
       });
@@ -646,7 +674,7 @@
     }
 
     var pasted = null;
-    form.addEventListener("input", function (event) {
+    function changed(event) {
       var name = event.target.name;
       if (name === "config") {
         paste();
@@ -662,7 +690,9 @@
         field("model").value = "custom";
       }
       render();
-    });
+    }
+    form.addEventListener("input", changed);
+    field("sort").addEventListener("input", changed);  // outside the form's markup (form="calc-form"), beside the list
     form.addEventListener("submit", function (event) { event.preventDefault(); });
     root.querySelector("#calc-copy").addEventListener("click", function () {
       var link = root.querySelector("#calc-link"), status = root.querySelector("#calc-copied");
@@ -687,7 +717,8 @@
   }
 
   window.gpumemCalculator = { compute: compute, choices: choices, serve: serve, validate: validate, fromQuery: fromQuery,
-    validCounts: validCounts, countConfig: countConfig };
+    validCounts: validCounts, countConfig: countConfig, weightsBytes: weightsBytes, expertParams: expertParams, kvCache: kvCache,
+    byName: byName };
   var root = document.getElementById("calculator");
   if (root) start(root);
 })();
