@@ -12,7 +12,7 @@ from gpumem import compute_calculator, speed
 from gpumem.render import Formats
 
 from .project import REPO
-from .test_calculator import CATALOG, DEPLOY, SHOP, URLS, calculator, fill, raw_state  # noqa: F401 (calculator: a fixture)
+from .test_calculator import CATALOG, DEPLOY, SHOP, URLS, fill, raw_state
 
 SPEED = CATALOG.rules.speed
 assert SPEED is not None
@@ -62,6 +62,14 @@ def python_speed(model: str, weights: str, kv: str, gpu: str, gpus: int, batch: 
     fmt, cache = DEPLOY.weight_formats[weights], DEPLOY.kv_formats[kv]
     load = speed.Load(batch, prompt, output)
     return speed.speed(SPEED, CATALOG.model(model), fmt, cache, GPUS[gpu], gpus, load, PRICES[(gpu, gpus)])
+
+
+@pytest.fixture
+def calculator(page: Page, site_url: str) -> Page:
+    """The English calculator with both scripts loaded."""
+    page.goto(site_url + URLS["en"])
+    page.wait_for_function("window.gpumemCalculator && window.gpumemSpeed")
+    return page
 
 
 JS_SPEED = """cases => {
