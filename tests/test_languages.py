@@ -90,7 +90,7 @@ FINE_TUNING = ("fine-tuning",)  # the term of art readers search for; es and pt 
 LOANWORDS = {
     "es": (*TOKENS, *FINE_TUNING),
     "pt": (*TOKENS, *FINE_TUNING, "link", "links"),  # Brazil's word for a hyperlink («ligação» is a phone call)
-    "fr": (*TOKENS, *FINE_TUNING),  # «le fine-tuning» is the usual noun in French technical writing
+    "fr": (*TOKENS, *FINE_TUNING, "million"),  # «le fine-tuning» is the usual noun; «million» is French, spelt alike
     "de": (
         *TOKENS,
         *FINE_TUNING,
@@ -105,6 +105,7 @@ LOANWORDS = {
         "Value",
         "Values",
         "Mixture-of-Experts",  # the architecture's name
+        "Million",  # the German word (pro Million Tokens), spelt like the English one
     ),
 }
 
