@@ -186,6 +186,7 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
             *(f"{lang}/404.html" for lang in ("es", "en", "pt", "fr", "de")),
             "assets/calculator.js",
             "assets/favicon.svg",
+            "assets/speed.js",
             "assets/style.css",
             "assets/tables.css",
             "assets/tables.js",
