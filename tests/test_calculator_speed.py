@@ -96,17 +96,19 @@ def test_the_cases_cover_every_kind_of_model_format_and_link():
 
 
 def test_python_and_javascript_give_the_same_speed_and_cost(calculator: Page):
-    """Five figures per case; equal to 1e-12 relative (the only operation that may round differently is the
-    power in a mixture of experts' touched experts: V8's Math.pow against C's pow)."""
+    """Five figures per case, the same operations in the same order: equal to the last bit for dense models;
+    to 1e-12 relative for a mixture of experts, whose touched experts take a power (V8's Math.pow and C's pow
+    may round apart; in Debian's Chromium they agree on every case here)."""
     args = [[case_raw(m, w, k, n, b, p, o), g, n, PRICES[(g, n)]] for m, w, k, g, n, b, p, o in CASES]
     results = calculator.evaluate(JS_SPEED, args)
     exact = 0
     for case, got in zip(CASES, results, strict=True):
         assert "errors" not in got, (case, got)
         want = python_speed(*case)
+        moe = CATALOG.model(case[0]).is_moe
         for js_name, py_name in FIGURES:
             value = getattr(want, py_name)
-            assert got[js_name] == pytest.approx(value, rel=1e-12, abs=0), (case, js_name)
+            assert got[js_name] == (pytest.approx(value, rel=1e-12, abs=0) if moe else value), (case, js_name)
             exact += got[js_name] == value
     print(f"speed figures equal to the last bit: {exact} of {len(CASES) * len(FIGURES)}")
 
