@@ -292,6 +292,7 @@ def test_pasted_configs_count_like_python(calculator: Page):
             "window": att.window,
             "slidingLayers": att.sliding_layers,
             "latent": att.kv_lora_rank + att.qk_rope_head_dim,
+            **({"rank": att.kv_lora_rank} if att.kind == "mla" else {}),  # the width MLA attends over (speed.js)
         }, path.name
         assert a["experts"] == compute_calculator.experts_data(arch.experts), path.name
 

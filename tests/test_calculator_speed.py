@@ -3,6 +3,7 @@ prompt and output fields, and the page without its script."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -235,3 +236,27 @@ def test_speed_constants_come_from_the_build_json_only():
 def test_the_page_loads_the_speed_engine_before_the_calculator(built_site):
     html = (built_site / "fr/calculateur/index.html").read_text()
     assert html.index('src="/assets/speed.js"') < html.index('src="/assets/calculator.js"')
+
+
+def test_a_pasted_mla_config_shows_the_python_speed_and_keeps_it_in_its_link(calculator: Page):
+    """A pasted DeepSeek V3 config.json: MLA attends over its latent rank, which the link carries too."""
+    from gpumem.hf_config import count
+
+    text = (REPO / "tests/fixtures/hf_configs/deepseek-v3.json").read_text()
+    calculator.locator('[name="config"]').fill(text)
+    counted = count(json.loads(text))
+    model = compute_calculator.custom_model(counted.params / 1e9, counted.arch)
+    found = compute_calculator.serving(CATALOG, SHOP, model, counted.release, "bf16", 1, 8192, 1)
+    fit, pace = found.rows[0]
+    unit, digits = Formats("en", CATALOG.snapshot.currency), compute_calculator.SPEED_DIGITS
+    line = (
+        f"{unit.number(pace.decode_tokens_per_s_per_request, 1)} tokens/s per request, {unit.number(pace.aggregate_tokens_per_s, 1)} in all, "
+        f"first token in {unit.number(pace.ttft_s, digits['seconds'])} s, "
+        f"{unit.money(pace.usd_per_million_output_tokens, digits['perMillion'])} per million output tokens "
+        f"({unit.money(pace.usd_per_million_input_tokens, digits['perMillion'])} input)"
+    )
+    first = calculator.locator("#calc-options li").first
+    expect(first).to_contain_text(f"{fit.configuration.count} × {fit.configuration.gpu.name},")
+    expect(first.locator("small")).to_have_text(line)
+    calculator.goto(calculator.locator("#calc-link").input_value())
+    expect(calculator.locator("#calc-options li small").first).to_have_text(line)

@@ -251,7 +251,7 @@
       queries = hidden * qRank + qRank + qRank * heads * (nope + rope);
     }
     var params = queries + hidden * (kvRank + rope) + kvRank + kvRank * heads * (nope + value) + heads * value * hidden;
-    return [params, { kind: "mla", window: 0, slidingLayers: 0, latent: kvRank + rope }, nope + rope];
+    return [params, { kind: "mla", window: 0, slidingLayers: 0, latent: kvRank + rope, rank: kvRank }, nope + rope];
   }
 
   function countWindow(k, config, kind, layers) {
@@ -427,7 +427,8 @@
     var e = null;
     try { e = JSON.parse(text); } catch (error) { return null; }
     var a = isDict(e) && e.attention, x = isDict(e) && e.experts;
-    var numbers = isDict(a) && [a.window, a.slidingLayers, a.latent, e.vision].concat(isDict(x) ? [x.shared, x.denseLayers] : []);
+    var numbers = isDict(a) && [a.window, a.slidingLayers, a.latent, e.vision, a.kind === "mla" ? a.rank : 0]
+      .concat(isDict(x) ? [x.shared, x.denseLayers] : []);
     var fine = numbers && ["full", "sliding", "mla"].indexOf(a.kind) >= 0 && (x === null || isDict(x)) &&
       numbers.every(function (v) { return typeof v === "number" && v >= 0; });
     return fine ? { attention: a, vision: e.vision, experts: x } : null;
