@@ -223,6 +223,11 @@ def state_fields(model: Model, mode: str, weights: str, kv: str, gpus: int, batc
     return fields
 
 
+def speed_fields() -> dict[str, str]:
+    """The serving load and order the calculator opens with (its script's defaults when a link has none)."""
+    return {"prompt": str(DEFAULT_PROMPT), "output": str(DEFAULT_OUTPUT), "sort": SORTS[0]}
+
+
 def model_query(catalog: Catalog, model: Model, context: int, gpus: int) -> str:
     """The calculator opened on a model page's workload: serving its release format, one request of
     `context` tokens on `gpus` GPUs (the cheapest configuration the page names)."""
@@ -237,7 +242,7 @@ def calculator_default(catalog: Catalog, shop: Shop) -> CalculatorState:
     arch = model.arch
     gpus = default_gpus(catalog)
     fields = state_fields(model, d["mode"], d["weights"], d["kv"], gpus, d["batch"], d["context"])
-    fields.update(prompt=str(DEFAULT_PROMPT), output=str(DEFAULT_OUTPUT), sort=SORTS[0])
+    fields.update(speed_fields())
     if d["mode"] == "serve":
         found = serving(catalog, shop, model, d["weights"], d["kv"], gpus, d["context"], d["batch"])
         return CalculatorState(fields, memory.Breakdown(0.0), (), found.valid_counts, found)
@@ -340,9 +345,8 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
                 "window": a.window,
                 "slidingLayers": a.sliding_layers,
                 "latent": a.kv_lora_rank + a.qk_rope_head_dim,
+                **({"rank": a.kv_lora_rank} if a.kind == "mla" else {}),  # the width MLA attends over (speed.js)
             }
-            if a.kind == "mla":
-                model["attention"]["rank"] = a.kv_lora_rank
         if m.arch.experts:
             model["experts"] = experts_data(m.arch.experts)
         if m.vision_params_b:

@@ -210,12 +210,12 @@ def test_a_model_page_leads_to_its_gpus_and_the_prefilled_calculator(built_site)
 
 def test_the_calculator_link_is_built_as_the_calculator_builds_its_own():
     from gpumem.compute import Shop
-    from gpumem.compute_calculator import calculator_default, calculator_query, state_fields
+    from gpumem.compute_calculator import calculator_default, calculator_query, speed_fields, state_fields
 
     catalog = gather(fixture_options(), now=NOW).catalog
     default = calculator_default(catalog, Shop(catalog))
     model = catalog.model(default.fields["model"])
-    fields = state_fields(model, "serve", "bf16", "bf16", 1, 1, 8192)
+    fields = {**state_fields(model, "serve", "bf16", "bf16", 1, 1, 8192), **speed_fields()}
     assert fields == default.fields
     assert default.query == calculator_query(fields) == urllib.parse.urlencode(fields)
 
