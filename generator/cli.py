@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from .options import BuildResult, Options, parallel_jobs, project_options
+from .speed import DEFAULT_OUTPUT, DEFAULT_PROMPT
 
 # The pipeline (Jinja, Babel, YAML) is imported inside the commands that need it, so a rebuild
 # that finds nothing changed (fingerprint.unchanged) answers before loading it.
@@ -162,8 +163,8 @@ def prices_diff(old: Path, new: Path, catalogs: Path | None) -> None:
 @click.option("--catalogs", type=PATH, help="Folder with models.yaml, gpus.yaml, rules.yaml and prices/.")
 @click.option("--speed", "with_speed", is_flag=True, help="Also print tokens/s and US$ per million tokens per configuration.")
 @click.option("--gpu", "gpu_id", help="With --speed: this GPU x --gpus only, on offer or not.")
-@click.option("--prompt", type=int, default=1000, show_default=True, help="With --speed: prompt tokens per request.")
-@click.option("--output", type=int, default=1000, show_default=True, help="With --speed: output tokens per request.")
+@click.option("--prompt", type=int, default=DEFAULT_PROMPT, show_default=True, help="With --speed: prompt tokens per request.")
+@click.option("--output", type=int, default=DEFAULT_OUTPUT, show_default=True, help="With --speed: output tokens per request.")
 def estimate_command(
     model_id: str | None,
     config: Path | None,

@@ -21,8 +21,9 @@ from .compute_calculator_training import (
 from .compute_calculator_training import training_fields as training_fields
 from .compute_calculator_training import tuning as tuning
 from .compute_pages import FormatFit, format_fit
-from .records import Architecture, Catalog, Experts, Gpu, Model, WeightFormat
+from .records import Architecture, Catalog, Experts, Gpu, Model, SpeedRules, WeightFormat
 from .sizing import Choice, Configuration, Fit
+from .speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, SECONDS_PER_HOUR, Load, Speed, speed
 
 # Limits of the serving fields rules.yaml's calculator block does not bound yet (plausible input:
 # the widest open models have hidden sizes near 16k, vocabularies near 260k, experts near 260).
@@ -60,6 +61,10 @@ ARCH_FIELDS = (
     "expert_width",
 )
 RELEASE_METHODS = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq", "bitsandbytes": "nf4"}
+# The orders serving mode lists its configurations in (sort=): price per hour, output tokens per second, US$ per million tokens.
+SORTS = ("price", "speed", "cost")
+# Decimals of the speed figures: seconds to the first token, and prices per million tokens (often under a cent).
+SPEED_DIGITS = {"seconds": 2, "perMillion": 3}
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,10 @@ class CalculatorPage:
     def tuning_activations_gb(self) -> float:
         return self.tuning_example.need.activations_bytes_per_gpu / 1e9 if self.tuning_example else 0.0
 
+    @property
+    def speed_digits(self) -> dict[str, int]:
+        return SPEED_DIGITS
+
 
 def js_number(value: float) -> str:
     """A number as JavaScript's String() writes it (data-value attributes the script rewrites)."""
@@ -118,14 +127,41 @@ class Serving:
     fits: tuple[Fit, ...]
     runtime: str  # vllm | llama.cpp, the weight format's
     valid_counts: tuple[int, ...]
+    speeds: tuple[Speed, ...] = ()  # each fit's speed under the load, in the order of fits (none without a speed block)
+    sort: str = "price"
 
     @property
     def total_bytes(self) -> float:
         return self.need.total_bytes_per_gpu * self.need.gpus
 
+    @property
+    def rows(self) -> tuple[tuple[Fit, Speed | None], ...]:
+        """The fits in the chosen order: cheapest per hour first (sizing.deployment_fits), most output tokens
+        per second first, or cheapest per million output tokens first; ties keep the price order."""
+        if not self.speeds:
+            return tuple((fit, None) for fit in self.fits)
+        rows = tuple(zip(self.fits, self.speeds, strict=True))
+        if self.sort == "speed":
+            return tuple(sorted(rows, key=lambda row: -row[1].aggregate_tokens_per_s))
+        if self.sort == "cost":
+            return tuple(sorted(rows, key=lambda row: row[1].usd_per_million_output_tokens or 0.0))
+        return rows
 
-def serving(catalog: Catalog, shop: Shop, model: Model, weights: str, kv: str, gpus: int, context: int, requests: int) -> Serving:
-    """What the calculator shows in serving mode, as gpumem estimate computes it (vLLM's large-card batch)."""
+
+def serving(
+    catalog: Catalog,
+    shop: Shop,
+    model: Model,
+    weights: str,
+    kv: str,
+    gpus: int,
+    context: int,
+    requests: int,
+    lengths: tuple[int, int] = (DEFAULT_PROMPT, DEFAULT_OUTPUT),
+    sort: str = "price",
+) -> Serving:
+    """What the calculator shows in serving mode, as gpumem estimate computes it (vLLM's large-card batch),
+    with each configuration's speed at `requests` requests of `lengths` (prompt, output) tokens."""
     rules = catalog.rules.deployment
     assert rules is not None  # validated with the catalogs
     fmt, cache = rules.weight_formats[weights], rules.kv_formats[kv]
@@ -134,7 +170,13 @@ def serving(catalog: Catalog, shop: Shop, model: Model, weights: str, kv: str, g
     fits = sizing.deployment_fits(rules, model, fmt, cache, context, requests, shop.configurations, catalog.rules.comfortable_requests)
     counts = catalog.rules.gpu_counts
     valid = deployment.valid_gpu_counts(model.arch, counts) if fmt.runtime == "vllm" else counts
-    return Serving(need, fits, fmt.runtime, valid)
+    speeds: tuple[Speed, ...] = ()
+    if catalog.rules.speed is not None:
+        load = Load(requests, *lengths)
+        speeds = tuple(
+            speed(catalog.rules.speed, model, fmt, cache, c.gpu, c.count, load, c.price_per_hour) for c in (f.configuration for f in fits)
+        )
+    return Serving(need, fits, fmt.runtime, valid, speeds, sort)
 
 
 @dataclass(frozen=True)
@@ -235,6 +277,11 @@ def state_fields(
     return {**fields, **(training or {})}
 
 
+def speed_fields() -> dict[str, str]:
+    """The serving load and order the calculator opens with (its script's defaults when a link has none)."""
+    return {"prompt": str(DEFAULT_PROMPT), "output": str(DEFAULT_OUTPUT), "sort": SORTS[0]}
+
+
 def model_query(catalog: Catalog, model: Model, context: int, gpus: int) -> str:
     """The calculator opened on a model page's workload: serving its release format, one request of
     `context` tokens on `gpus` GPUs (the cheapest configuration the page names)."""
@@ -248,6 +295,7 @@ def calculator_default(catalog: Catalog, shop: Shop) -> CalculatorState:
     model = catalog.model(d["model"])
     gpus = default_gpus(catalog)
     fields = state_fields(model, d["mode"], d["weights"], d["kv"], gpus, d["batch"], d["context"], training_fields(catalog, d["mode"]))
+    fields.update(speed_fields())
     if d["mode"] == "serve":
         return CalculatorState(fields, serving=serving(catalog, shop, model, d["weights"], d["kv"], gpus, d["context"], d["batch"]))
     return CalculatorState(fields, tuning=tuning(catalog, model, fields))
@@ -322,6 +370,8 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "intermediate": m.arch.intermediate,
             "release": m.release,
         }
+        if m.active_params_b is not None:
+            model["active"] = m.active_params_b
         # Left out when they say nothing: untied embeddings, full attention, no experts, no vision tower (the script's defaults).
         if m.arch.tied_embeddings:
             model["tied"] = True
@@ -331,6 +381,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
                 "window": a.window,
                 "slidingLayers": a.sliding_layers,
                 "latent": a.kv_lora_rank + a.qk_rope_head_dim,
+                **({"rank": a.kv_lora_rank} if a.kind == "mla" else {}),  # the width MLA attends over (speed.js)
             }
         if m.arch.experts:
             model["experts"] = experts_data(m.arch.experts)
@@ -353,10 +404,18 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
         "comfortableRequests": rules.comfortable_requests,
         "shownConfigurations": SHOWN_CONFIGURATIONS,
         "limits": {**rules.calculator_limits, **SERVING_LIMITS, "max_gpus": rules.max_gpus_per_machine},
-        "defaults": {**rules.calculator_defaults, "gpus": default_gpus(catalog)},
+        "defaults": {
+            **rules.calculator_defaults,
+            "gpus": default_gpus(catalog),
+            "prompt": DEFAULT_PROMPT,
+            "output": DEFAULT_OUTPUT,
+            "sort": SORTS[0],
+        },
+        "sorts": list(SORTS),
+        "digits": SPEED_DIGITS,
         "currency": catalog.snapshot.currency,
         "models": models,
-        "gpus": {c.gpu.id: {"memory": c.gpu.memory_gb, "runtimeBytes": c.gpu.runtime_bytes} for c in offered},
+        "gpus": {c.gpu.id: {"memory": c.gpu.memory_gb, "runtimeBytes": c.gpu.runtime_bytes, **gpu_speed_data(c.gpu)} for c in offered},
         "machines": machines(catalog),
         "configurations": [{"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "price": c.price_per_hour} for c in offered],
         "weightFormats": {
@@ -383,6 +442,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "runtimeNames": RUNTIME_NAMES,
         },
         "training": training_data(catalog),
+        "speed": speed_data(rules.speed),
         "counting": {
             **COUNTING,
             "architectures": list(hf_config.ARCHITECTURES),
@@ -391,6 +451,41 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "fourNormKinds": list(hf_config.FOUR_NORMS),
             "releaseMethods": RELEASE_METHODS,
         },
+    }
+
+
+def gpu_speed_data(gpu: Gpu) -> dict:
+    """What the speed engine reads of a GPU: bandwidth (TB/s), memory kind, dense TFLOPS, the link and PCIe generation."""
+    link = {"kind": gpu.link.kind, "gbS": gpu.link.gb_s, **({"gpus": gpu.link.gpus} if gpu.link.gpus else {})}
+    found = {"bandwidth": gpu.bandwidth_tb_s, "memoryType": gpu.memory_type, "tflops": gpu.dense_tflops, "link": link}
+    if gpu.form_factor.pcie_gen:
+        found["pcieGen"] = gpu.form_factor.pcie_gen
+    return found
+
+
+def speed_data(rules: SpeedRules | None) -> dict | None:
+    """rules.yaml's speed block for speed.js (None without one: the calculator then shows no speeds)."""
+    if rules is None:
+        return None
+    efficiency = {
+        runtime: {
+            "bandwidthGddr": e.bandwidth_gddr,
+            "bandwidthHbm": e.bandwidth_hbm,
+            "compute": e.compute,
+            "prefill": e.prefill,
+            "prefillMoe": e.prefill_moe,
+            "layerOverheadS": e.layer_overhead_s,
+        }
+        for runtime, e in rules.efficiency.items()
+    }
+    return {
+        "efficiency": efficiency,
+        "computePrecision": {name: list(rates) for name, rates in rules.compute_precision.items()},
+        "pcieGbS": {str(gen): gb_s for gen, gb_s in rules.pcie_gb_s.items()},
+        "activationBytes": rules.activation_bytes,
+        "allreduceLatencyS": rules.allreduce_latency_s,
+        "secondsPerHour": SECONDS_PER_HOUR,
+        "million": MILLION,
     }
 
 

@@ -20,6 +20,9 @@ from .records import Architecture, Gpu, KvFormat, Model, SpeedRules, WeightForma
 
 SECONDS_PER_HOUR = 3600
 MILLION = 1e6
+# The load `gpumem estimate --speed` and the calculator assume when none is given: each request's prompt and output tokens.
+DEFAULT_PROMPT = 1000
+DEFAULT_OUTPUT = 1000
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from gpumem.build import load_catalog
 from gpumem.hf_config import count
 from gpumem.records import Architecture, Attention, Experts, Model
 from gpumem.render import Formats
+from gpumem.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT
 
 from .project import CATALOGS, REPO, published
 
@@ -53,6 +54,7 @@ def raw_state(model: str, mode: str, weights: str, kv: str, batch: int, context:
     numbers = preset_numbers(model) if custom is None else custom
     values = dict(zip(ARCH_FIELDS, numbers, strict=True))
     values.update(model=model, mode=mode, weights=weights, kv=kv, gpus=gpus, batch=batch, context=context)
+    values.update(prompt=DEFAULT_PROMPT, output=DEFAULT_OUTPUT, sort="price")
     return {key: str(value) for key, value in values.items()}
 
 
@@ -273,6 +275,7 @@ def test_pasted_configs_count_like_python(calculator: Page):
             "window": att.window,
             "slidingLayers": att.sliding_layers,
             "latent": att.kv_lora_rank + att.qk_rope_head_dim,
+            **({"rank": att.kv_lora_rank} if att.kind == "mla" else {}),  # the width MLA attends over (speed.js)
         }, path.name
         assert a["experts"] == compute_calculator.experts_data(arch.experts), path.name
 
@@ -515,7 +518,8 @@ def test_keyboard_alone_drives_the_calculator(calculator: Page):
     fits = len(python_serving(raw_state(last.id, "serve", last.release, "bf16", 1, 8192)).fits)
     # After the fields: the rent link of each configuration shown (five at most), the show-all button, the link.
     listed = ["rent"] * min(fits, 5) + (["calc-more"] if fits > 5 else [])
-    expected = [*ARCH_FIELDS, "config", "mode", "weights", "kv", "gpus", "batch", "context", *listed, "calc-link"]
+    speed = ["prompt", "output", "sort", "calc-method"]  # the lengths, the order and the speed method's link
+    expected = [*ARCH_FIELDS, "config", "mode", "weights", "kv", "gpus", "batch", "context", *speed, *listed, "calc-link"]
     for _ in expected:
         calculator.keyboard.press("Tab")
         order.append(calculator.evaluate("document.activeElement.name || document.activeElement.id || document.activeElement.className"))

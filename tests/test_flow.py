@@ -210,12 +210,12 @@ def test_a_model_page_leads_to_its_gpus_and_the_prefilled_calculator(built_site)
 
 def test_the_calculator_link_is_built_as_the_calculator_builds_its_own():
     from gpumem.compute import Shop
-    from gpumem.compute_calculator import calculator_default, calculator_query, state_fields, training_fields
+    from gpumem.compute_calculator import calculator_default, calculator_query, speed_fields, state_fields, training_fields
 
     catalog = gather(fixture_options(), now=NOW).catalog
     default = calculator_default(catalog, Shop(catalog))
     model = catalog.model(default.fields["model"])
-    fields = state_fields(model, "serve", "bf16", "bf16", 1, 1, 8192, training_fields(catalog, "serve"))
+    fields = {**state_fields(model, "serve", "bf16", "bf16", 1, 1, 8192, training_fields(catalog, "serve")), **speed_fields()}
     assert fields == default.fields
     serving = state_fields(model, "serve", "bf16", "bf16", 1, 1, 8192)  # a serving link leaves the training fields out
     assert default.query == calculator_query(fields) == calculator_query(serving) == urllib.parse.urlencode(serving)

@@ -192,7 +192,7 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
             "_headers",
             *(
                 str(published(site, name).relative_to(site))
-                for name in ("api.js", "calculator.js", "favicon.svg", "style.css", "tables.css", "tables.js")
+                for name in ("api.js", "calculator.js", "favicon.svg", "speed.js", "style.css", "tables.css", "tables.js")
             ),
             "index.html",
             "robots.txt",

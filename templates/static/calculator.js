@@ -8,7 +8,7 @@
   var TRAINING = ["seq", "micro_batch", "checkpointing", "flash_attention", "optimizer", "precision", "lora_rank", "lora_targets",
     "zero", "offload", "fp32_unquantized"];
   var LORA = ["lora_rank", "lora_targets"], QLORA = ["fp32_unquantized"];
-  var FIELDS = ["model"].concat(ARCH, ["mode", "weights", "kv", "gpus", "batch", "context"], TRAINING);
+  var FIELDS = ["model"].concat(ARCH, ["mode", "weights", "kv", "gpus", "batch", "context", "prompt", "output", "sort"], TRAINING);
   var engine = window.gpumemTraining, weightsBytes = engine.weightsBytes;
   var FULL = { kind: "full", window: 0, slidingLayers: 0, latent: 0 };  // full attention: every layer caches every token
   var PARTS = ["weights", "kv_cache", "gradients", "optimizer", "overhead", "activations"];  // their index is their colour class
@@ -60,14 +60,20 @@
     return large ? dep.largeBatch : dep.smallBatch;
   }
 
+  // deployment.kv_cache_bytes_per_gpu: `sequences` requests of `tokens` tokens; sliding-window layers hold their window.
+  function kvCache(data, arch, kv, tokens, sequences, gpus, runtime) {
+    var slots = layerSlots(data, arch, runtime);
+    var layerTokens = slots[0] * tokens + slots[1] * Math.min(tokens, arch.attention.window);
+    return kvElements(arch, gpus) * kv.bytes * layerTokens * sequences;
+  }
+
   // Mirrors deployment.deployment: bytes, the whole model's weights and every per-GPU part.
   function deploymentNeed(data, s, fmt, kv, gpus, tokens, sequences, batch) {
     var weights = weightsBytes(data, s, fmt), arch = s.arch;
-    var slots = layerSlots(data, arch, fmt.runtime), elements = kvElements(arch, gpus);
-    var layerTokens = slots[0] * tokens + slots[1] * Math.min(tokens, arch.attention.window);
+    var slots = layerSlots(data, arch, fmt.runtime);
     var need = { gpus: gpus, weights: weights, weightsPerGpu: weights / gpus,
-      kvPerToken: elements * kv.bytes * (slots[0] + slots[1]),
-      kv: elements * kv.bytes * layerTokens * sequences,
+      kvPerToken: kvElements(arch, gpus) * kv.bytes * (slots[0] + slots[1]),
+      kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime),
       runtime: runtimeBytes(data, arch, fmt, gpus, batch) };
     need.perGpu = need.weightsPerGpu + need.runtime + need.kv;
     return need;
@@ -192,7 +198,7 @@
       queries = hidden * qRank + qRank + qRank * heads * (nope + rope);
     }
     var params = queries + hidden * (kvRank + rope) + kvRank + kvRank * heads * (nope + value) + heads * value * hidden;
-    return [params, { kind: "mla", window: 0, slidingLayers: 0, latent: kvRank + rope }, nope + rope];
+    return [params, { kind: "mla", window: 0, slidingLayers: 0, latent: kvRank + rope, rank: kvRank }, nope + rope];
   }
 
   function countWindow(k, config, kind, layers) {
@@ -258,7 +264,8 @@
   var LIMITS = { params: "max_params_b", layers: "max_layers", heads: "max_heads", kv_heads: "max_heads",
     head_dim: "max_head_dim", batch: "max_batch", context: "max_context", hidden: "max_hidden", vocab: "max_vocab",
     intermediate: "max_intermediate", gpus: "max_gpus", experts: "max_experts", experts_active: "max_experts",
-    expert_width: "max_intermediate", seq: "max_context", micro_batch: "max_batch", lora_rank: "max_hidden" };
+    expert_width: "max_intermediate", seq: "max_context", micro_batch: "max_batch", lora_rank: "max_hidden",
+    prompt: "max_context", output: "max_context" };
 
   function checkNumber(data, raw, field, errors, values, zero) {
     var parsed = parseNumber(raw[field]);
@@ -275,7 +282,7 @@
   function validate(data, raw, pasted) {
     var errors = {}, values = {};
     var serving = raw.mode === "serve";
-    ["params", "layers", "heads", "kv_heads", "head_dim"].concat(serving ? ["batch", "context"] : [], SIZES).forEach(function (field) {
+    ["params", "layers", "heads", "kv_heads", "head_dim"].concat(serving ? ["batch", "context", "prompt", "output"] : [], SIZES).forEach(function (field) {
       checkNumber(data, raw, field, errors, values, false);
     });
     checkNumber(data, raw, "experts", errors, values, true);
@@ -288,6 +295,7 @@
     var tuning = MODES.indexOf(raw.mode) > 0 ? checkTraining(data, raw, errors, values) : null;
     if (values.heads && values.kv_heads && values.heads % values.kv_heads !== 0) errors.kv_heads = ["divide", values.heads];
     if (MODES.indexOf(raw.mode) < 0) errors.mode = ["choice"];
+    if (serving && data.sorts.indexOf(raw.sort) < 0) errors.sort = ["choice"];
     var fmt = has(data.weightFormats, raw.weights) ? data.weightFormats[raw.weights] : null, kv = byName(data.kvFormats, raw.kv);
     if (!fmt) errors.weights = ["choice"];
     if (!kv) errors.kv = ["choice"];
@@ -317,7 +325,8 @@
       errors.gpus = ["tensorParallel", { heads: values.heads, kv_heads: values.kv_heads, gpus: values.gpus, counts: counts }];
     }
     var state = { model: raw.model, mode: raw.mode, weights: raw.weights, kv: raw.kv, params: values.params,
-      vision: extra.vision, batch: values.batch, context: values.context, gpus: values.gpus, arch: arch, training: tuning };
+      vision: extra.vision, batch: values.batch, context: values.context, gpus: values.gpus, arch: arch, training: tuning,
+      active: preset && preset.active || null, prompt: values.prompt, output: values.output, sort: raw.sort };
     if (tuning && !Object.keys(errors).length) {
       tuning.gpus = values.gpus;
       tuning.targets = tuning.method === "full" ? [] : engine.targetsOf(data, tuning.targetPreset, arch);
@@ -375,9 +384,10 @@
     }
     if (!has(data.weightFormats, raw.weights)) raw.weights = preset ? preset.release : d.weights;
     if (!byName(data.kvFormats, raw.kv)) raw.kv = d.kv;
-    ["mode", "gpus", "batch", "context"].forEach(function (f) { if (raw[f] === null) raw[f] = String(d[f]); });
+    ["mode", "gpus", "batch", "context", "prompt", "output"].forEach(function (f) { if (raw[f] === null) raw[f] = String(d[f]); });
     var t = data.training.defaults;
     TRAINING.forEach(function (f) { if (raw[f] === null) raw[f] = f === "precision" ? precisionOf(data, raw.mode) : String(t[f]); });
+    if (data.sorts.indexOf(raw.sort) < 0) raw.sort = d.sort;
     if (raw.tied === null) raw.tied = "0";
     ["experts", "experts_active", "expert_width"].forEach(function (f) { if (raw[f] === null) raw[f] = "0"; });
     ARCH.forEach(function (f) { if (raw[f] === null) raw[f] = ""; });
@@ -389,7 +399,8 @@
     var e = null;
     try { e = JSON.parse(text); } catch (error) { return null; }
     var a = isDict(e) && e.attention, x = isDict(e) && e.experts;
-    var numbers = isDict(a) && [a.window, a.slidingLayers, a.latent, e.vision].concat(isDict(x) ? [x.shared, x.denseLayers] : []);
+    var numbers = isDict(a) && [a.window, a.slidingLayers, a.latent, e.vision, a.kind === "mla" ? a.rank : 0]
+      .concat(isDict(x) ? [x.shared, x.denseLayers] : []);
     var fine = numbers && ["full", "sliding", "mla"].indexOf(a.kind) >= 0 && (x === null || isDict(x)) &&
       numbers.every(function (v) { return typeof v === "number" && v >= 0; });
     return fine ? { attention: a, vision: e.vision, experts: x } : null;
@@ -427,6 +438,9 @@
     var lang = document.documentElement.lang;
     var number = new Intl.NumberFormat(lang, { useGrouping: "always", maximumFractionDigits: 1, roundingMode: "halfEven" });
     var money = new Intl.NumberFormat(lang, { style: "currency", currency: data.currency, useGrouping: "always", roundingMode: "halfEven" });
+    var rate = new Intl.NumberFormat(lang, { useGrouping: "always", maximumFractionDigits: data.digits.seconds, roundingMode: "halfEven" });
+    var perMillion = new Intl.NumberFormat(lang, { style: "currency", currency: data.currency, useGrouping: "always",
+      roundingMode: "halfEven", minimumFractionDigits: data.digits.perMillion, maximumFractionDigits: data.digits.perMillion });
     var form = root.querySelector("form");
     var gb = function (v) { return fill(text.gb, { value: number.format(v) }); };
 
@@ -499,6 +513,7 @@
       var s = checked.state;
       summary.textContent = "";
       summary.hidden = false;
+      root.querySelector("#calc-sorting").hidden = s.mode !== "serve" || !data.speed;
       if (s.mode === "serve") renderServe(s, total, summary);
       else renderTraining(s, total, summary);
     }
@@ -515,9 +530,13 @@
       summary.appendChild(second);
       renderParts([["weights", "weights-per-gpu-gb", need.weightsPerGpu], ["kv_cache", "kv-gb", need.kv],
         ["overhead", "runtime-gb", need.runtime]], need.perGpu / 1e9);
-      renderList(need.fits, function (c) {
+      var found = data.speed ? window.gpumemSpeed.rows(data, s, need.fits).map(function (row) {
+        return Object.assign({ speed: row.speed }, row.fit);
+      }) : need.fits;
+      renderList(found, function (c) {
         return fill(text.fitOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price) });
-      }, rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }));
+      }, rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }), speedLine);
+      root.querySelector("#calc-order").textContent = fill(text.orders[s.sort], { requests: number.format(s.batch) });
       var counts = root.querySelector("#calc-counts");
       counts.textContent = need.runtimeName === "vllm"
         ? fill(text.countsVllm, { heads: number.format(s.arch.heads), kv_heads: number.format(s.arch.kvHeads),
@@ -579,8 +598,15 @@
       return { tight: fill(text.tightRule, values), comfortable: fill(text.comfortableRule, values) };
     }
 
-    // A line per configuration found, its tag with the rule (serving's) and its rent link, or the line saying none.
-    function renderList(found, line, rules) {
+    // A configuration's speed and cost per million tokens (serving).
+    function speedLine(c) {
+      var v = c.speed;
+      return element("small", fill(text.speedLine, { decode: number.format(v.decode), aggregate: number.format(v.aggregate),
+        ttft: rate.format(v.ttft), output: perMillion.format(v.outputCost), input: perMillion.format(v.inputCost) }));
+    }
+
+    // A line per configuration found, its tag with the rule (serving's), its speed, and its rent link, or the line saying none.
+    function renderList(found, line, rules, after) {
       var list = root.querySelector("#calc-options"), items = document.createDocumentFragment();
       if (!found.length) items.appendChild(element("li", text.none));
       found.forEach(function (c) {
@@ -588,6 +614,10 @@
         if (rules) {
           item.appendChild(element("span", text[tag], { "class": tag }));
           item.appendChild(document.createTextNode(" " + rules[tag] + " "));
+        }
+        if (after && c.speed) {
+          item.appendChild(after(c));
+          item.appendChild(document.createTextNode(" "));
         }
         item.appendChild(rentLink(c));
         items.appendChild(item);
@@ -630,7 +660,7 @@
     }
 
     var pasted = null;
-    form.addEventListener("input", function (event) {
+    function changed(event) {
       var name = event.target.name;
       if (name === "config") {
         paste();
@@ -648,7 +678,9 @@
         field("precision").value = precisionOf(data, field("mode").value);
       }
       render();
-    });
+    }
+    form.addEventListener("input", changed);
+    field("sort").addEventListener("input", changed);  // outside the form's markup (form="calc-form"), beside the list
     form.addEventListener("submit", function (event) { event.preventDefault(); });
     root.querySelector("#calc-copy").addEventListener("click", function () {
       var link = root.querySelector("#calc-link"), status = root.querySelector("#calc-copied");
@@ -672,7 +704,8 @@
     }
   }
 
-  window.gpumemCalculator = { serve: serve, validate: validate, fromQuery: fromQuery, toQuery: toQuery, countConfig: countConfig };
+  window.gpumemCalculator = { serve: serve, validate: validate, fromQuery: fromQuery, toQuery: toQuery, countConfig: countConfig,
+    weightsBytes: weightsBytes, expertParams: engine.expertParams, kvCache: kvCache, byName: byName };
   var root = document.getElementById("calculator");
   if (root) start(root);
 })();

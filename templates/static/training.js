@@ -149,5 +149,5 @@
     return run;
   }
 
-  window.gpumemTraining = { train: train, check: check, targetsOf: targetsOf, weightsBytes: weightsBytes };
+  window.gpumemTraining = { train: train, check: check, targetsOf: targetsOf, weightsBytes: weightsBytes, expertParams: expertParams };
 })();

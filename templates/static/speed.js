@@ -1,0 +1,118 @@
+// Speed and cost per token: generator/speed.py, operation for operation, on a calculator state (its model) and a
+// GPU of the build's JSON; every constant comes from that JSON. The memory parts are calculator.js's (deployment.py).
+(function () {
+  "use strict";
+
+  function memory() { return window.gpumemCalculator; }
+
+  // The tensor rate a format's matrix products run at: the first of its precisions the GPU has.
+  function computePrecision(data, weights, gpu) {
+    var rates = data.speed.computePrecision[weights] || [];
+    for (var i = 0; i < rates.length; i++) if (Object.prototype.hasOwnProperty.call(gpu.tflops, rates[i])) return rates[i];
+    return "bf16";
+  }
+
+  // Efficiency.bandwidth: HBM stacks or GDDR chips.
+  function bandwidthShare(efficiency, gpu) {
+    return gpu.memoryType.toUpperCase().indexOf("HBM") === 0 ? efficiency.bandwidthHbm : efficiency.bandwidthGddr;
+  }
+
+  // One direction of the GPU-to-GPU path: the link, or PCIe when a bridge joins fewer cards than used.
+  function linkBytesPerS(data, gpu, gpus) {
+    var link = gpu.link;
+    if (link.kind === "nvlink-bridge" && gpus > link.gpus) return data.speed.pcieGbS[gpu.pcieGen] * 1e9 / 2;
+    return link.gbS * 1e9 / 2;
+  }
+
+  function touchedExpertFraction(arch, tokens) {
+    var experts = arch.experts;
+    if (!experts) return 1;
+    return 1 - Math.pow(1 - experts.active / experts.count, tokens);
+  }
+
+  function weightBytesRead(data, s, fmt, tokens) {
+    var total = memory().weightsBytes(data, s, fmt);
+    if (!s.arch.experts) return total;
+    var experts = memory().expertParams(data, s.arch, fmt.padTo) * fmt.bits / data.deployment.bitsPerByte;
+    return total - experts * (1 - touchedExpertFraction(s.arch, tokens));
+  }
+
+  function matmulFlopsPerToken(s) {
+    var active = (s.active || s.params) - s.vision;
+    var lookup = s.arch.tied ? 0 : s.arch.vocab * s.arch.hidden;
+    return 2 * (active * 1e9 - lookup);
+  }
+
+  function attentionFlopsPerToken(arch, context) {
+    var width = arch.attention.kind === "mla" ? arch.attention.rank : arch.headDim;
+    return 4 * arch.layers * arch.heads * width * context;
+  }
+
+  function allreduceS(data, s, gpu, gpus, tokens) {
+    if (gpus === 1) return 0;
+    var size = tokens * s.arch.hidden * data.speed.activationBytes;
+    var ring = 2 * (gpus - 1) / gpus * size / linkBytesPerS(data, gpu, gpus);
+    return 2 * s.arch.layers * (ring + data.speed.allreduceLatencyS);
+  }
+
+  // Python's round(): half to even.
+  function roundHalfEven(value) {
+    var floor = Math.floor(value), rest = value - floor;
+    if (rest !== 0.5) return Math.round(value);
+    return floor % 2 === 0 ? floor : floor + 1;
+  }
+
+  function decodeStep(data, s, fmt, kv, gpu, gpus, batch, context, runtime) {
+    var efficiency = data.speed.efficiency[runtime];
+    var split = runtime === "llama.cpp" ? 1 : gpus;
+    var cache = memory().kvCache(data, s.arch, kv, roundHalfEven(context), batch, split, runtime);
+    var read = weightBytesRead(data, s, fmt, batch) / split + cache;
+    var flops = batch * (matmulFlopsPerToken(s) + attentionFlopsPerToken(s.arch, context)) / split;
+    var rate = gpu.tflops[computePrecision(data, s.weights, gpu)] * 1e12;
+    var link = runtime === "llama.cpp" ? 0 : allreduceS(data, s, gpu, gpus, batch);
+    var step = { memory: read / (gpu.bandwidth * 1e12 * bandwidthShare(efficiency, gpu)), compute: flops / (rate * efficiency.compute),
+      link: link, overhead: s.arch.layers * efficiency.layerOverheadS };
+    step.seconds = Math.max(step.memory, step.compute) + step.link + step.overhead;
+    return step;
+  }
+
+  function prefillS(data, s, fmt, gpu, gpus, prompt, runtime) {
+    if (prompt === 0) return 0;
+    var efficiency = data.speed.efficiency[runtime];
+    var split = runtime === "llama.cpp" ? 1 : gpus;
+    var flops = prompt * (matmulFlopsPerToken(s) + attentionFlopsPerToken(s.arch, prompt / 2)) / split;
+    var rate = gpu.tflops[computePrecision(data, s.weights, gpu)] * 1e12;
+    var compute = flops / (rate * (s.active ? efficiency.prefillMoe : efficiency.prefill));
+    var read = memory().weightsBytes(data, s, fmt) / split / (gpu.bandwidth * 1e12 * bandwidthShare(efficiency, gpu));
+    var link = runtime === "llama.cpp" ? 0 : allreduceS(data, s, gpu, gpus, prompt);
+    return Math.max(compute, read) + link + s.arch.layers * efficiency.layerOverheadS;
+  }
+
+  function perMillion(data, price, tokensPerS) {
+    if (price === null || price === undefined || !tokensPerS) return null;
+    return price / (tokensPerS * data.speed.secondsPerHour) * data.speed.million;
+  }
+
+  // speed.speed: a state's model on `gpus` x data.gpus[gpuId] serving s.batch requests of s.prompt + s.output tokens.
+  function speed(data, s, gpuId, gpus, price) {
+    var fmt = data.weightFormats[s.weights], kv = memory().byName(data.kvFormats, s.kv), gpu = data.gpus[gpuId];
+    var runtime = fmt.runtime, context = s.prompt + s.output / 2;
+    var step = decodeStep(data, s, fmt, kv, gpu, gpus, s.batch, context, runtime);
+    var prefill = prefillS(data, s, fmt, gpu, gpus, s.prompt, runtime);
+    var round = s.batch * prefill + s.output * step.seconds;
+    var aggregate = round ? s.batch * s.output / round : 0;
+    var prefillRate = prefill ? s.prompt / prefill : 0;
+    return { decode: 1 / step.seconds, aggregate: aggregate, ttft: prefill + step.seconds, prefillRate: prefillRate, step: step,
+      outputCost: perMillion(data, price, aggregate), inputCost: perMillion(data, price, prefillRate) };
+  }
+
+  // Serving.rows in compute_calculator.py: each fit with its speed, in the order s.sort names (ties keep the price order).
+  function rows(data, s, fits) {
+    var found = fits.map(function (fit) { return { fit: fit, speed: speed(data, s, fit.gpu, fit.count, fit.price) }; });
+    if (s.sort === "speed") found.sort(function (x, y) { return y.speed.aggregate - x.speed.aggregate; });
+    if (s.sort === "cost") found.sort(function (x, y) { return x.speed.outputCost - y.speed.outputCost; });
+    return found;
+  }
+
+  window.gpumemSpeed = { speed: speed, rows: rows };
+})();
