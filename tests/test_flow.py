@@ -217,7 +217,10 @@ def test_the_calculator_link_is_built_as_the_calculator_builds_its_own():
     model = catalog.model(default.fields["model"])
     fields = {**state_fields(model, "serve", "bf16", "bf16", 1, 1, 8192, training_fields(catalog, "serve")), **speed_fields()}
     assert fields == default.fields
-    serving = state_fields(model, "serve", "bf16", "bf16", 1, 1, 8192)  # a serving link leaves the training fields out
+    serving = {
+        **state_fields(model, "serve", "bf16", "bf16", 1, 1, 8192),
+        **speed_fields(),
+    }  # a serving link leaves the training fields out
     assert default.query == calculator_query(fields) == calculator_query(serving) == urllib.parse.urlencode(serving)
 
 
@@ -254,7 +257,7 @@ def test_content_names_the_marketplace_only_through_its_placeholder():
 
     site = gather(fixture_options(), now=NOW).site
     pages = sorted((REPO / "content").glob("*/*.md"))
-    assert len(pages) == 45
+    assert len(pages) == 50
     assert [page for page in pages if site.marketplace.name in page.read_text()] == []
     named = [page for page in pages if "{{ marketplace.name }}" in page.read_text()]
     assert sorted({page.stem for page in named}) == ["guide-inference", "guide-memory", "guide-vram", "home", "prices"]
