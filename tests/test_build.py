@@ -65,9 +65,9 @@ def test_two_builds_are_byte_identical(inputs, tmp_path):
 
 def test_rebuild_writes_only_what_changed_and_removes_what_no_longer_belongs(inputs):
     first = build(options_for(inputs), now=NOW)
-    assert (first.pages, first.summary.written, first.summary.unchanged, first.summary.removed) == (332, 340, 0, 0)
+    assert (first.pages, first.summary.written, first.summary.unchanged, first.summary.removed) == (337, 348, 0, 0)
     again = build(options_for(inputs), now=NOW)
-    assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 340, 0)
+    assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 348, 0)
     edit(inputs / "content/en/home.md", "Three questions", "Three plain questions")
     (inputs / "site/es/old-page").mkdir()
     (inputs / "site/es/old-page/index.html").write_text("stale")
@@ -76,7 +76,7 @@ def test_rebuild_writes_only_what_changed_and_removes_what_no_longer_belongs(inp
     (inputs / "site/.gpumem-site").write_text(json.dumps(marker))
     (inputs / "site/es/notes.txt").write_text("not written by gpumem")
     third = build(options_for(inputs), now=NOW)
-    assert (third.summary.written, third.summary.unchanged, third.summary.removed) == (1, 339, 1)
+    assert (third.summary.written, third.summary.unchanged, third.summary.removed) == (1, 347, 1)
     assert not (inputs / "site/es/old-page").exists()
     assert (inputs / "site/es/notes.txt").read_text() == "not written by gpumem"
 
@@ -189,7 +189,7 @@ def test_cli_build_summary_and_check_writes_nothing(inputs):
     assert not (inputs / "site").exists()
     built = subprocess.run([*run, "build", *paths, "--out", "site"], cwd=inputs, capture_output=True, text=True)
     assert built.returncode == 0
-    assert re.fullmatch(r"332 pages; 340 files written, 0 unchanged, 0 removed in \d+\.\d\d s\n", built.stdout)
+    assert re.fullmatch(r"337 pages; 348 files written, 0 unchanged, 0 removed in \d+\.\d\d s\n", built.stdout)
 
 
 def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monkeypatch):
@@ -212,7 +212,7 @@ def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monk
     assert (site / "stray.html").read_text() == "left behind"  # not written by gpumem: kept
     monkeypatch.setattr(pipeline, "render_site", no_render)
     again = build(options_for(inputs), now=NOW)
-    assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 340, 0)
+    assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 348, 0)
 
 
 def test_parallel_and_single_process_rendering_give_the_same_bytes(inputs):

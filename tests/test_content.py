@@ -94,7 +94,7 @@ def test_content_holds_words_not_logic(path: Path):
 
 
 def test_every_language_has_every_page():
-    assert len(FILES) == 45
+    assert len(FILES) == 50
 
 
 @pytest.mark.parametrize(
@@ -145,7 +145,7 @@ def build_with_snapshot(root: Path, text: str) -> dict[str, str]:
     collapsed (no-break spaces kept), by path."""
     (root / "catalogs/prices" / SNAPSHOT).write_text(text)
     result = build(options_for(root), now=NOW)
-    assert result.pages == 332
+    assert result.pages == 337
     return {str(p.relative_to(root / "site")): re.sub(r"[ \n]+", " ", p.read_text()) for p in (root / "site").rglob("index.html")}
 
 

@@ -113,7 +113,7 @@ def test_a_translation_edit_renders_only_its_language(project, monkeypatch):
     rendered = rendered_pages(monkeypatch)
     edit(project / "translations/pt/LC_MESSAGES/messages.po", 'msgstr "Pular para o conteúdo"', 'msgstr "Ir para o conteúdo"')
     build(project_options(project), now=NOW)
-    assert len(rendered) == 65 and all(output.startswith("pt/") for output in rendered)
+    assert len(rendered) == 66 and all(output.startswith("pt/") for output in rendered)
 
 
 def test_a_price_renders_every_page_again(project, monkeypatch):
@@ -121,7 +121,7 @@ def test_a_price_renders_every_page_again(project, monkeypatch):
     rendered = rendered_pages(monkeypatch)
     edit(project / f"catalogs/prices/{SNAPSHOT}", "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 2.05,")
     build(project_options(project), now=NOW)
-    assert len(rendered) == 325
+    assert len(rendered) == 330
 
 
 def test_a_page_changed_in_the_output_is_rendered_again(project, monkeypatch):
@@ -193,7 +193,7 @@ def test_the_no_change_check_loads_no_template_engine(project):
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     summary, modules = done.stdout.splitlines()
-    assert summary.startswith("332 pages; 0 files written, 340 unchanged, 0 removed in ") and modules == "[]"
+    assert summary.startswith("337 pages; 0 files written, 348 unchanged, 0 removed in ") and modules == "[]"
 
 
 def test_an_old_snapshot_warns_on_every_rebuild_and_strict_refuses_it(project):
@@ -236,4 +236,4 @@ def test_force_renders_although_nothing_changed(project, monkeypatch):
     assert (calls, quiet.summary.written) == ([], 0)
     rendered = rendered_pages(monkeypatch)
     forced = build(project_options(project, force=True), now=NOW)
-    assert (calls, forced.summary.written, forced.summary.unchanged, len(rendered)) == ([1], 0, 340, 325)
+    assert (calls, forced.summary.written, forced.summary.unchanged, len(rendered)) == ([1], 0, 348, 330)

@@ -192,7 +192,7 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
             "_headers",
             *(
                 str(published(site, name).relative_to(site))
-                for name in ("api.js", "calculator.js", "favicon.svg", "speed.js", "style.css", "tables.css", "tables.js")
+                for name in ("api.js", "calculator.js", "favicon.svg", "speed.js", "style.css", "tables.css", "tables.js", "training.js")
             ),
             "index.html",
             "robots.txt",
@@ -214,9 +214,8 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
             ]
         ]
     )
-    assert (
-        len(changed) == 315
-    )  # every page that shows prices, the two index pages, the fine-tuning and API guides in each language among them
+    # every page that shows prices, the two index pages, the fine-tuning, inference and API guides in each language among them
+    assert len(changed) == 320
     prices_page = (site / "en/prices/index.html").read_text()
     assert "<li>Oct 31, 2026, 16:52 UTC</li>" in prices_page
     assert "$1.87" in prices_page

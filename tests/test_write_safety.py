@@ -22,7 +22,7 @@ from .test_write import snapshot, with_foreign
 
 RUN = [sys.executable, "-m", "gpumem.cli", "--project", str(REPO), "build", "--catalogs", "catalogs", "--content", "content"]
 FOREIGN = (".git", "CNAME", ".nojekyll")
-SUMMARY = r"332 pages; {written} files? written, {unchanged} unchanged, {removed} removed in \d+\.\d\d s\n"
+SUMMARY = r"337 pages; {written} files? written, {unchanged} unchanged, {removed} removed in \d+\.\d\d s\n"
 
 
 def start(inputs: Path, out: str = "site", hook: str = "") -> subprocess.Popen[str]:
@@ -94,15 +94,15 @@ def test_a_gh_pages_worktree_keeps_its_repository_cname_and_nojekyll(inputs):
         "CNAME",
     ]
     first = build(options_for(inputs), now=NOW)
-    assert (first.summary.written, first.summary.unchanged, first.summary.removed) == (340, 0, 0)
+    assert (first.summary.written, first.summary.unchanged, first.summary.removed) == (348, 0, 0)
     edit(inputs / f"catalogs/prices/{SNAPSHOT}", "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 1.87,")
     second = build(options_for(inputs), now=NOW)
     # the pages that show the H100 price: guides, prices, calculator, models, and the GPU pages naming it as nearest
-    assert (second.summary.written, second.summary.unchanged, second.summary.removed) == (165, 175, 0)
+    assert (second.summary.written, second.summary.unchanged, second.summary.removed) == (165, 183, 0)
     assert foreign_of(snapshot(site)) == kept
     code, out, err = finish(start(inputs))  # and as the command, in a process of its own
     assert (code, err) == (0, [])
-    assert re.fullmatch(SUMMARY.format(written=0, unchanged=340, removed=0), out)
+    assert re.fullmatch(SUMMARY.format(written=0, unchanged=348, removed=0), out)
     assert foreign_of(snapshot(site)) == kept
     assert "H100 from $1.87 per GPU-hour" in " ".join((site / "en/guides/gpu-memory/index.html").read_text().split())
     whole(site)
@@ -146,7 +146,7 @@ def test_a_second_build_into_the_same_folder_stops_at_once(inputs):
     go.touch()
     code, out, err = finish(first)
     assert (code, err) == (0, [])
-    assert re.fullmatch(SUMMARY.format(written=340, unchanged=0, removed=0), out)
+    assert re.fullmatch(SUMMARY.format(written=348, unchanged=0, removed=0), out)
     whole(inputs / "site")
     assert beside(inputs) == [".site.gpumem-lock", "site"]
 
@@ -160,8 +160,8 @@ def test_two_builds_started_together_leave_one_whole_site(inputs):
     for (code, out, err), other in zip(results, reversed(builds), strict=True):
         if code == 0:
             assert err == []  # it rewrote the changed pages, or found them written by the other one
-            assert re.fullmatch(SUMMARY.format(written=165, unchanged=175, removed=0), out) or re.fullmatch(
-                SUMMARY.format(written=0, unchanged=340, removed=0), out
+            assert re.fullmatch(SUMMARY.format(written=165, unchanged=183, removed=0), out) or re.fullmatch(
+                SUMMARY.format(written=0, unchanged=348, removed=0), out
             )
         else:  # it found the other one writing
             assert (code, out) == (1, "")
@@ -229,7 +229,7 @@ def test_kill_9_at_every_step_leaves_a_whole_site_and_the_next_build_recovers(in
             assert (code, out) == (-signal.SIGKILL, ""), hook
         else:
             assert code == 0
-            assert re.fullmatch(SUMMARY.format(written=0, unchanged=340, removed=0), out)
+            assert re.fullmatch(SUMMARY.format(written=0, unchanged=348, removed=0), out)
         if shows is None:
             assert not site.exists(), hook
         else:
