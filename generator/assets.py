@@ -21,6 +21,9 @@ SHORT_CACHE = "public, max-age=0, must-revalidate"  # pages and the other files:
 _CSS_TOKENS = re.compile(r"""/\*.*?\*/|"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|\s+|[{};,]|[^"'/\s{};,]+|/""", re.S)
 _CSS_TIGHT = frozenset("{};,")
 _JS_MARKS = re.compile(r"\\.?|['\"`]|//")  # what can open or close a string or a comment
+_JS_STRINGS = re.compile(r"""("(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|`(?:\\.|[^`\\])*`)""")  # a string on one line
+_JS_SIGNS = re.compile(r"[+-] +[+-]")  # `a - -b`, `a + ++b`: the space is what keeps them two operators
+_JS_SPACED = re.compile(r" *([{}()\[\];,:=<>!?&|*%+-]) *")  # punctuation and the spaces around it
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,19 @@ def minify_js(text: str) -> str:
             continue
         code, spanning = _open_quote(line.strip(), None)
         if code:
-            kept.append(code)
+            kept.append(code if spanning else _tighten(code))
     return "\n".join(kept) + "\n" if kept else ""
+
+
+def _tighten(line: str) -> str:
+    """A whole line of code without the spaces around its punctuation (`a = f(b, c);` → `a=f(b,c);`),
+    strings untouched. A line whose code holds a `/` (a regular expression, or a division) or two signs
+    a space keeps apart (`a - -b`) is returned as it is, as is a line whose strings cannot be told."""
+    parts = _JS_STRINGS.split(line)  # code, string, code, string, ..., code
+    if len(parts) % 2 == 0 or any("/" in code or _JS_SIGNS.search(code) for code in parts[::2]):
+        return line
+    parts[::2] = [_JS_SPACED.sub(r"\1", code) for code in parts[::2]]
+    return "".join(parts)
 
 
 def _open_quote(line: str, quote: str | None) -> tuple[str, str | None]:

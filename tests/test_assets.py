@@ -16,7 +16,7 @@ from .conftest import NOW, edit
 from .project import REPO, published
 
 
-def test_javascript_loses_comments_indentation_and_blank_lines_but_not_its_line_breaks():
+def test_javascript_loses_comments_indentation_blank_lines_and_spaces_but_not_its_line_breaks():
     source = (
         "// a file comment\n"
         "(function () {\n"
@@ -33,15 +33,17 @@ def test_javascript_loses_comments_indentation_and_blank_lines_but_not_its_line_
         "  last`;  // after it\n"
         '  var s = "one \\\n'
         '    two";\n'
+        '  f(a, "x = y", c);  // spaces around punctuation go, a string keeps its own\n'
+        "  if (a && b) { return x - -y; }  // the space between two signs stays: the line is kept\n"
         "})();\n"
     )
     assert minify_js(source) == (
-        "(function () {\n"
+        "(function(){\n"
         '"use strict";\n'
-        "var a = 1;\n"
+        "var a=1;\n"
         "var b = a / 2\n"
-        "+ 3;\n"
-        'var url = "https://example.org/x";\n'
+        "+3;\n"
+        'var url="https://example.org/x";\n'
         "var re = /[\"']/g; // a quote in a pattern: the line is kept whole\n"
         "var t = `first\n"
         "\n"
@@ -49,6 +51,8 @@ def test_javascript_loses_comments_indentation_and_blank_lines_but_not_its_line_
         "  last`;  // after it\n"
         'var s = "one \\\n'
         '    two";\n'
+        'f(a,"x = y",c);\n'
+        "if (a && b) { return x - -y; }\n"
         "})();\n"
     )
 
