@@ -391,16 +391,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
     offered = sorted(shop.configurations, key=Configuration.order)
     large_card = dep.large_card_gib * deployment.GIB
     return {
-        "precisions": rules.precisions,
-        "kvPrecisions": rules.kv_precisions,
-        "runtimeOverhead": rules.runtime_overhead,
-        "fullParts": rules.full_parts,
-        "loraBase": rules.lora_base_precision,
-        "loraMargin": rules.lora_margin,
-        "qloraBase": rules.qlora_base_precision,
-        "qloraBytes": rules.qlora_bytes,
         "gpuCounts": list(rules.gpu_counts),
-        "minFreeFraction": rules.min_free_fraction,
         "comfortableRequests": rules.comfortable_requests,
         "shownConfigurations": SHOWN_CONFIGURATIONS,
         "limits": {**rules.calculator_limits, **SERVING_LIMITS, "max_gpus": rules.max_gpus_per_machine},

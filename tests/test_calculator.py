@@ -567,7 +567,7 @@ def test_random_typing_never_shows_nan_infinity_or_undefined(calculator: Page):
 
 
 def test_light_fast_and_local(calculator: Page, built_site):
-    script = published(built_site, "calculator.js").stat().st_size
+    script = sum(published(built_site, name).stat().st_size for name in ("calculator.js", "training.js", "speed.js"))  # all it loads
     html = (built_site / "en/calculator/index.html").read_text()
     data = len(re.search(r'<script type="application/json" id="calculator-data">(.*?)</script>', html, re.S).group(1).encode())
     messages = len(re.search(r'<script type="application/json" id="calculator-messages">(.*?)</script>', html, re.S).group(1).encode())
@@ -601,7 +601,8 @@ def test_the_page_carries_the_build_json(built_site):
     html = (built_site / "en/calculator/index.html").read_text()
     data = json.loads(re.search(r'<script type="application/json" id="calculator-data">(.*?)</script>', html, re.S).group(1))
     assert data == json.loads(json.dumps(compute_calculator.calculator_data(CATALOG, SHOP)))
-    assert data["runtimeOverhead"] == RULES.runtime_overhead
+    assert data["comfortableRequests"] == RULES.comfortable_requests
+    assert "fullParts" not in data  # the old rule of thumb: the training engine has its own block
     assert len(data["models"]) == 28
 
 
