@@ -78,11 +78,9 @@ def cheapest(rows: Iterable[SpeedRow], busy: bool) -> SpeedRow | None:
     return min(priced, key=lambda item: item[:4])[4] if priced else None
 
 
-@dataclass(frozen=True)
-class ModelSpeed:
-    """A model page's speed table: a row per configuration its serving section recommends."""
+class CheapestRows:
+    """Rows with the cheapest per million output tokens picked, at one request and at the busy load."""
 
-    setting: SpeedPages
     rows: tuple[SpeedRow, ...]
 
     @property
@@ -92,6 +90,14 @@ class ModelSpeed:
     @property
     def cheapest_busy(self) -> SpeedRow | None:
         return cheapest(self.rows, busy=True)
+
+
+@dataclass(frozen=True)
+class ModelSpeed(CheapestRows):
+    """A model page's speed table: a row per configuration its serving section recommends."""
+
+    setting: SpeedPages
+    rows: tuple[SpeedRow, ...]
 
 
 def model_speed(catalog: Catalog, page: ModelPage) -> ModelSpeed | None:
@@ -134,7 +140,7 @@ def gpu_speed(catalog: Catalog, page: GpuPage) -> GpuSpeed | None:
 
 
 @dataclass(frozen=True)
-class GuidePick:
+class GuidePick(CheapestRows):
     """One size class in one format: every configuration on offer that holds one request, and the
     picks among them (None when none holds it, or none holds the busy load)."""
 
@@ -149,14 +155,6 @@ class GuidePick:
             key=lambda r: (-r.one.decode_tokens_per_s_per_request, r.configuration.price_per_hour, r.configuration.gpu.id),
             default=None,
         )
-
-    @property
-    def cheapest_one(self) -> SpeedRow | None:
-        return cheapest(self.rows, busy=False)
-
-    @property
-    def cheapest_busy(self) -> SpeedRow | None:
-        return cheapest(self.rows, busy=True)
 
 
 @dataclass(frozen=True)

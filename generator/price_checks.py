@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import Problems
-from .load import LineDict, parse_yaml, read_text
+from .load import LineDict
 from .records import Gpu, PriceCheck, Rules, Snapshot
 from .sizing import Market
-from .validate import Entry, Invalid, bounded_price, describe, prose, text, url
+from .validate import Entry, Invalid, bounded_price, describe, prose, read_list_file, text, url
 
 FIELDS = ("provider", "gpu", "usd_per_gpu_hour", "checked_on", "url", "note")
 # A check is priced in US dollars: it is compared only with a snapshot in the same currency.
@@ -23,18 +23,10 @@ def read_price_checks(
     path: Path, label: str, problems: Problems, gpu_ids: set[str] | None, rules: Rules | None, today: date
 ) -> tuple[PriceCheck, ...]:
     """price_checks.yaml: a `checks` list, every problem reported; a missing or empty file holds no check."""
-    if not path.exists():
+    read = read_list_file(path, label, problems, "checks", "price checks")
+    if read is None:
         return ()
-    found = read_text(path, label, problems)
-    data = parse_yaml(found, label, problems) if found is not None else None
-    if data is None:
-        return ()
-    if not isinstance(data, LineDict):
-        problems.add_raw(f"{label}:1: price checks: expected a mapping with a 'checks' list", label, 1)
-        return ()
-    top = Entry(problems, label, data, "file")
-    top.check_keys(("checks",))
-    items = data.get("checks")
+    top, data, items = read
     if items is None:
         return ()
     if not isinstance(items, list):

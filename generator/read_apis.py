@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import Problems
-from .load import LineDict, parse_yaml, read_text
+from .load import LineDict
 from .records import ApiPageRules, ApiPrice
-from .validate import Entry, Invalid, at_most, citation, describe, number_list, positive_int, positive_number, text, url
+from .validate import Entry, Invalid, at_most, citation, describe, number_list, positive_int, positive_number, read_list_file, text, url
 
 FIELDS = ("provider", "model", "input_usd_per_million", "output_usd_per_million", "date", "source", "quantization")
 PAGE_FIELDS = ("concurrency", "prompt_tokens", "output_tokens", "utilisations", "min_usd_per_million", "max_usd_per_million", "source")
@@ -54,18 +54,10 @@ def read_apis(
     A price must be seen no later than the snapshot it is compared with, and lie within
     api_page's bounds of rules.yaml (a price in cents or per thousand tokens falls outside).
     """
-    if not path.exists():
+    read = read_list_file(path, label, problems, "apis", "apis")
+    if read is None:
         return ()
-    found = read_text(path, label, problems)
-    data = parse_yaml(found, label, problems) if found is not None else None
-    if data is None:
-        return ()
-    if not isinstance(data, LineDict):
-        problems.add_raw(f"{label}:1: apis: expected a mapping with an 'apis' list", label, 1)
-        return ()
-    top = Entry(problems, label, data, "file")
-    top.check_keys(("apis",))
-    items = data.get("apis")
+    top, data, items = read
     if not isinstance(items, list):
         top.report(data.line_of("apis"), "apis", f"expected a list of API prices, got {describe(items)}")
         return ()

@@ -7,10 +7,11 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from .errors import Problems
-from .load import ContentPage, LineDict
+from .load import ContentPage, LineDict, parse_yaml, read_text
 from .records import (
     LICENSE_KINDS,
     Architecture,
@@ -246,6 +247,23 @@ _EXPECTATIONS: dict[Callable[[Any], Any], str] = {
     text_list: " (expected a list of names)",
     utc_time: " (expected a UTC time like 2026-10-31T16:52:00Z)",
 }
+
+
+def read_list_file(path: Path, label: str, problems: Problems, key: str, noun: str) -> tuple[Entry, LineDict, Any] | None:
+    """A catalog file holding one list under `key` (price checks, API prices): its file entry, its
+    mapping and what stands under `key`; None when the file is missing, unreadable or not a mapping."""
+    if not path.exists():
+        return None
+    found = read_text(path, label, problems)
+    data = parse_yaml(found, label, problems) if found is not None else None
+    if data is None:
+        return None
+    if not isinstance(data, LineDict):
+        problems.add_raw(f"{label}:1: {noun}: expected a mapping with a '{key}' list", label, 1)
+        return None
+    top = Entry(problems, label, data, "file")
+    top.check_keys((key,))
+    return top, data, data.get(key)
 
 
 def _expectation(kind: Callable[[Any], Any]) -> str:

@@ -26,33 +26,19 @@ URLS = {"es": "/es/calculadora/", "en": "/en/calculator/", "pt": "/pt/calculador
 PRESETS = ("llama-3.1-70b", "mixtral-8x22b", "gemma-2-9b", "gemma-3-27b", "gpt-oss-120b", "deepseek-v3", "qwen3-30b-a3b")
 
 
-ARCH_FIELDS = (
-    "params",
-    "layers",
-    "heads",
-    "kv_heads",
-    "head_dim",
-    "hidden",
-    "vocab",
-    "tied",
-    "intermediate",
-    "experts",
-    "experts_active",
-    "expert_width",
-)
 DEPLOY = RULES.deployment
 assert DEPLOY is not None
 
 
 def preset_numbers(model_id: str) -> tuple:
     fields = compute_calculator.model_fields(CATALOG.model(model_id))
-    return tuple(fields[name] for name in ARCH_FIELDS)
+    return tuple(fields[name] for name in compute_calculator.ARCH_FIELDS)
 
 
 def raw_state(model: str, mode: str, weights: str, kv: str, batch: int, context: int, custom: tuple | None = None, gpus: int = 1) -> dict:
-    """A form state as strings, the way the page holds it (custom: the ARCH_FIELDS' values)."""
+    """A form state as strings, the way the page holds it (custom: the compute_calculator.ARCH_FIELDS' values)."""
     numbers = preset_numbers(model) if custom is None else custom
-    values = dict(zip(ARCH_FIELDS, numbers, strict=True))
+    values = dict(zip(compute_calculator.ARCH_FIELDS, numbers, strict=True))
     values.update(model=model, mode=mode, weights=weights, kv=kv, gpus=gpus, batch=batch, context=context)
     values.update(prompt=DEFAULT_PROMPT, output=DEFAULT_OUTPUT, sort="price")
     return {key: str(value) for key, value in values.items()}
@@ -519,7 +505,19 @@ def test_keyboard_alone_drives_the_calculator(calculator: Page):
     # After the fields: the rent link of each configuration shown (five at most), the show-all button, the link.
     listed = ["rent"] * min(fits, 5) + (["calc-more"] if fits > 5 else [])
     speed = ["prompt", "output", "sort", "calc-method"]  # the lengths, the order and the speed method's link
-    expected = [*ARCH_FIELDS, "config", "mode", "weights", "kv", "gpus", "batch", "context", *speed, *listed, "calc-link"]
+    expected = [
+        *compute_calculator.ARCH_FIELDS,
+        "config",
+        "mode",
+        "weights",
+        "kv",
+        "gpus",
+        "batch",
+        "context",
+        *speed,
+        *listed,
+        "calc-link",
+    ]
     for _ in expected:
         calculator.keyboard.press("Tab")
         order.append(calculator.evaluate("document.activeElement.name || document.activeElement.id || document.activeElement.className"))
@@ -550,7 +548,7 @@ def test_random_typing_never_shows_nan_infinity_or_undefined(calculator: Page):
     choices.update(
         lora_targets=["attn", "attn_mlp", "all"], checkpointing=["none", "full"], flash_attention=["on", "off"], offload=["on", "off"]
     )
-    typed = [f for f in ARCH_FIELDS if f != "tied"] + ["gpus", "batch", "context", "seq", "micro_batch", "lora_rank"]
+    typed = [f for f in compute_calculator.ARCH_FIELDS if f != "tied"] + ["gpus", "batch", "context", "seq", "micro_batch", "lora_rank"]
     for _ in range(250):
         field = rng.choice([*typed, *choices])
         if calculator.locator(f'[name="{field}"]').is_disabled():  # a field the mode does not use
