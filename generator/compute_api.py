@@ -117,6 +117,11 @@ class ApiGuide:
         return self.setting.utilisations[0]
 
     @property
+    def low_factor(self) -> float:
+        """How many times a token costs at the lowest utilisation what it costs at full use."""
+        return 1 / self.low
+
+    @property
     def first(self) -> ModelComparison | None:
         """The comparison the page's worked example uses: the first model that a configuration on offer serves."""
         return next((c for c in self.models if c.hosted is not None), None)
