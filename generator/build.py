@@ -335,6 +335,7 @@ class Earlier:
     files: dict[str, bytes]
     records: dict[str, Any]
     stamps: dict[str, Any]
+    figures: str = ""  # the key of the figures it was rendered from (memo.computed_key)
 
 
 @dataclass(frozen=True)
@@ -353,14 +354,20 @@ def render_site(inputs: Inputs, jobs: int = 1, earlier: Earlier | None = None, c
 
 
 def site_rendering(
-    inputs: Inputs, jobs: int = 1, earlier: Earlier | None = None, computed: Computed | None = None, keys: dict[str, str] | None = None
+    inputs: Inputs,
+    jobs: int = 1,
+    earlier: Earlier | None = None,
+    computed: Computed | None = None,
+    keys: dict[str, str] | None = None,
+    figures_key: str = "",
 ) -> Rendering:
     """Every output file, as bytes, computed in memory before anything is written.
 
     A page is kept from `earlier` (not rendered) when its price-free key (`keys`) is the one the
     last build recorded and every snapshot figure it read then digests as before (incremental.py);
     `computed` holds the catalog's figures and compiled strings when an earlier build made them
-    (memo.py). With jobs > 1 the pages are shared among forked processes (the rendering is pure).
+    (memo.py). Figures of the key the last build's were (`figures_key`) are its figures, so no
+    value a page read need be looked up again. With jobs > 1 the pages are shared among forked processes (the rendering is pure).
     """
     options, catalog, site = inputs.options, inputs.catalog, inputs.site
     figures = computed.figures if computed else site_figures(catalog)
@@ -407,7 +414,8 @@ def site_rendering(
     placeholders = {lang: substitutable(words) for lang, words in texts.items()}
     values = Values(common)
     outputs = [(page.output, page.lang) for page in pages] + [(name, lang or first) for name, lang in own_files(site)]
-    kept = _unchanged_outputs(outputs, earlier, keys, values) if earlier and keys else {}
+    same = bool(figures_key) and earlier is not None and earlier.figures == figures_key
+    kept = _unchanged_outputs(outputs, earlier, keys, None if same else values) if earlier and keys else {}
 
     def context_of(lang: str, log: set[Read]) -> dict[str, Any]:
         stamp = StampWords(texts[lang], placeholders[lang], log)
@@ -441,10 +449,10 @@ def site_rendering(
     rendered.update({name: render_own(name, lang) for name, lang in own_files(site) if name not in kept})
     files, records = {}, {}
     for output, lang in outputs:
-        raw, paths = kept[output] if output in kept else rendered[output]
+        raw, paths, deps = kept[output] if output in kept else (*rendered[output], "")
         files[output], places = finalize(raw, texts[lang])
         if keys is not None:
-            record = {"key": keys[output], "deps": values.digest(paths), "paths": [list(path) for path in paths]}
+            record = {"key": keys[output], "deps": deps or values.digest(paths), "paths": [list(path) for path in paths]}
             records[output] = {**record, "stamps": [list(place) for place in places]}
     extra = dict(assets.files)
     extra["_headers"] = headers({**files, **extra}, site.base_path)
@@ -457,22 +465,23 @@ def site_rendering(
 
 
 def _unchanged_outputs(
-    outputs: list[tuple[str, str]], earlier: Earlier, keys: dict[str, str], values: Values
-) -> dict[str, tuple[bytes, list[Read]]]:
-    """The last build's files (as rendered, the stamp's words taken out) whose price-free key and
-    snapshot figures read are this build's; `outputs` pairs each file with its stamp's language."""
+    outputs: list[tuple[str, str]], earlier: Earlier, keys: dict[str, str], values: Values | None
+) -> dict[str, tuple[bytes, list[Read], str]]:
+    """The last build's files (as rendered, the stamp's words taken out), what they read and its
+    digest, for those whose price-free key and snapshot figures read are this build's; `outputs`
+    pairs each file with its stamp's language; no `values`: the figures are the last build's."""
     kept = {}
     for output, lang in outputs:
         record = earlier.records.get(output)
         if not isinstance(record, dict) or record.get("key") != keys.get(output) or output not in earlier.files:
             continue
-        paths = read_paths(record.get("paths"))
-        if paths is None or values.digest(paths) != record.get("deps"):
+        paths, deps = read_paths(record.get("paths")), record.get("deps")
+        if paths is None or not isinstance(deps, str) or (values is not None and values.digest(paths) != deps):
             continue
         words = earlier.stamps.get(lang)
         raw = unstamp(earlier.files[output], record.get("stamps"), words) if isinstance(words, dict) else None
         if raw is not None:
-            kept[output] = (raw, paths)
+            kept[output] = (raw, paths, deps)
     return kept
 
 
@@ -569,8 +578,8 @@ def build(options: Options, now: datetime | None = None, report: Callable[[str],
     ]
     keys = page_keys(read, outputs)
     earlier = None if options.force else Earlier(*earlier_pages(options.out, keys))
-    rendering = site_rendering(inputs, options.jobs, earlier, known, keys)
-    facts = {**input_facts(inputs), "pages": rendering.pages, "stamps": rendering.stamps}
+    rendering = site_rendering(inputs, options.jobs, earlier, known, keys, key)
+    facts = {**input_facts(inputs), "pages": rendering.pages, "stamps": rendering.stamps, "figures": key}
     with OutputFolder(options.out, report) as folder:
         summary = folder.write(rendering.files, fingerprint(options, read), facts)
     return BuildResult(summary, time.perf_counter() - started, inputs.warnings, summary.pages, rendering.rendered)

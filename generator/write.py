@@ -1100,20 +1100,20 @@ def _checked(files: dict[str, bytes] | list[tuple[str, bytes]], places: Places) 
     return targets
 
 
-def earlier_pages(out_dir: Path, keys: dict[str, str]) -> tuple[dict[str, bytes], dict[str, Any], dict[str, Any]]:
+def earlier_pages(out_dir: Path, keys: dict[str, str]) -> tuple[dict[str, bytes], dict[str, Any], dict[str, Any], str]:
     """What the last build recorded of its pages in the marker's facts (`pages`: each page's record,
-    `stamps`: the stamp's words per language), and the files it wrote for pages whose recorded key
+    `stamps`: the stamp's words per language, `figures`: the key of its figures), and the files it wrote for pages whose recorded key
     is this build's (see fingerprint.page_keys), read and checked against the marker's digests; a
     file missing or changed since is simply not among them, and is rendered again."""
     root = Path(os.path.realpath(out_dir))
     try:
         manifest = _read_manifest(root, str(out_dir / MARKER))
     except BuildError:
-        return {}, {}, {}
+        return {}, {}, {}, ""
     records = manifest.facts.get("pages") if manifest is not None else None
     stamps = manifest.facts.get("stamps") if manifest is not None else None
     if manifest is None or not isinstance(records, dict) or not isinstance(stamps, dict):
-        return {}, {}, {}
+        return {}, {}, {}, ""
     kept = {}
     for relative, key in keys.items():
         digest, record = manifest.files.get(relative), records.get(relative)
@@ -1122,7 +1122,8 @@ def earlier_pages(out_dir: Path, keys: dict[str, str]) -> tuple[dict[str, bytes]
         content = read_regular(root / relative)
         if content is not None and _digest(content) == digest:
             kept[relative] = content
-    return kept, records, stamps
+    figures = manifest.facts.get("figures")
+    return kept, records, stamps, figures if isinstance(figures, str) else ""
 
 
 def read_regular(path: Path, follow_links: bool = False, limit: int = -1) -> bytes | None:
