@@ -1,0 +1,200 @@
+"""Shorter local names for the site's JavaScript: every variable, parameter and function declared
+inside a function gets the shortest name free in its file, the most used first (what every
+JavaScript minifier does; the calculator's scripts lose a quarter of their bytes).
+
+Only the names are touched: every other byte, line break included, stays, so automatic semicolon
+insertion sees the same code. The rename is one name for one name over the whole file, and no new
+name is one the file keeps (a global, a property, a keyword), so every reference still finds the
+same declaration. Property names (`a.name`, `{name: …}`) and names declared outside any function
+(globals another script may read) keep theirs. The reader is for ES5, the scripts' dialect: a file
+holding later syntax it does not follow (arrow functions, let/const, classes, template literals,
+spreads, optional chaining) is returned as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import count, product
+from string import ascii_letters
+
+_TOKEN = re.compile(
+    r"""(?P<space>\s+)
+    |(?P<comment>//[^\n]*|/\*[\s\S]*?\*/)
+    |(?P<string>"(?:\\[\s\S]|[^"\\\n])*"|'(?:\\[\s\S]|[^'\\\n])*')
+    |(?P<name>[A-Za-z_$][\w$]*)
+    |(?P<number>0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+    |(?P<later>=>|\.\.\.|\?\.(?!\d)|`)
+    |(?P<punct>>>>=?|<<=|>>=?|===|!==|\*\*=?|&&=?|\|\|=?|\?\?=?|[-+*%&|^<>!=]=|\+\+|--|<<|[{}()\[\];,.<>+\-*%&|^!~?:=/])""",
+    re.X,
+)
+_REGEX = re.compile(r"/(?:\\.|\[(?:\\.|[^\]\\\n])*\]|[^/\\\[\n])+/[A-Za-z]*")
+KEYWORDS = frozenset(
+    "break case catch continue debugger default delete do else finally for function if in instanceof new return switch "
+    "this throw try typeof var void while with null true false undefined NaN Infinity arguments eval "
+    "class const enum export extends import super implements interface let package private protected public static yield "
+    "await async of get set".split()
+)
+_LATER = frozenset({"let", "const", "class"})
+# After these a `/` opens a regular expression; after a name, a number or a closing bracket it divides.
+_DIVIDES_AFTER = frozenset({")", "]", "}"})
+_KEYWORD_BEFORE_EXPRESSION = frozenset({"return", "typeof", "case", "do", "else", "in", "instanceof", "new", "delete", "void", "throw"})
+
+
+class Unreadable(Exception):
+    """Syntax this reader does not follow: the file is published with its own names."""
+
+
+@dataclass
+class _Scope:
+    parent: _Scope | None
+    names: set[str] = field(default_factory=set)
+
+    @property
+    def global_(self) -> bool:
+        return self.parent is None
+
+    def binding(self, name: str) -> _Scope | None:
+        scope: _Scope | None = self
+        while scope is not None and name not in scope.names:
+            scope = scope.parent
+        return scope
+
+
+def tokens(text: str) -> list[tuple[str, str]]:
+    """(kind, text) of every token, spaces and comments included; raises Unreadable."""
+    found: list[tuple[str, str]] = []
+    at = 0
+    while at < len(text):
+        if text[at] == "/" and _opens_regex(found):
+            match = _REGEX.match(text, at)
+            if not match:
+                raise Unreadable(f"a regular expression at {at}")
+            found.append(("regex", match.group(0)))
+        else:
+            match = _TOKEN.match(text, at)
+            if not match or match.lastgroup == "later":
+                raise Unreadable(f"{text[at : at + 20]!r} at {at}")
+            kind = match.lastgroup or ""
+            if kind == "name" and match.group(0) in _LATER:
+                raise Unreadable(match.group(0))
+            found.append((kind, match.group(0)))
+        at = match.end()
+    return found
+
+
+def _opens_regex(found: list[tuple[str, str]]) -> bool:
+    previous = next((t for t in reversed(found) if t[0] not in ("space", "comment")), None)
+    if previous is None:
+        return True
+    kind, text = previous
+    if kind == "name":
+        return text in _KEYWORD_BEFORE_EXPRESSION
+    return kind == "punct" and text not in _DIVIDES_AFTER
+
+
+def shorten_names(text: str) -> str:
+    """The script with its local names shortened, or as it is when it holds syntax this reader does not follow."""
+    try:
+        found = tokens(text)
+        renames = _renames(found)
+    except Unreadable:
+        return text
+    return "".join(renames.get(i, token) for i, (_, token) in enumerate(found))
+
+
+def _renames(found: list[tuple[str, str]]) -> dict[int, str]:
+    """New text of each token that names a local binding, by token index."""
+    code = [i for i, (kind, _) in enumerate(found) if kind not in ("space", "comment")]
+    scopes = _declare(found, code)
+    local: dict[int, str] = {}
+    kept: set[str] = set(KEYWORDS)
+    pending = [0]  # `?` waiting for their `:`, per bracket level
+    for n, i in enumerate(code):
+        kind, text = found[i]
+        if kind == "punct":
+            if text in "([{":
+                pending.append(0)
+            elif text in ")]}" and len(pending) > 1:
+                pending.pop()
+            elif text == "?":
+                pending[-1] += 1
+            elif text == ":" and pending[-1]:
+                pending[-1] -= 1
+            continue
+        if kind != "name":
+            continue
+        before = found[code[n - 1]][1] if n else ""
+        after = found[code[n + 1]][1] if n + 1 < len(code) else ""
+        is_key = after == ":" and before in ("{", ",") and not pending[-1]
+        binding = None if before == "." or is_key or text in KEYWORDS else scopes[i].binding(text)
+        if binding is None or binding.global_:
+            kept.add(text)
+        else:
+            local[i] = text
+    uses = Counter(local.values())
+    fresh = (name for name in _short_names() if name not in kept)
+    new = {name: next(fresh) for name, _ in sorted(uses.items(), key=lambda item: (-item[1], item[0]))}
+    return {i: new[name] for i, name in local.items()}
+
+
+def _declare(found: list[tuple[str, str]], code: list[int]) -> dict[int, _Scope]:
+    """The function scope each token stands in, every scope holding the names declared in it (var, function, parameters, catch)."""
+    top = _Scope(None)
+    at: dict[int, _Scope] = {}
+    scope = top
+    bodies: list[tuple[int, _Scope]] = []  # (bracket depth of the body, the scope outside it)
+    depth = 0
+    declaring: int | None = None  # the bracket depth of a `var` statement being read
+    opening: _Scope | None = None  # the scope of a function whose parameters or body come next
+    expect_name = False
+    for n, i in enumerate(code):
+        kind, text = found[i]
+        at[i] = opening if opening is not None and kind == "name" and not expect_name else scope
+        before = found[code[n - 1]][1] if n else ""
+        if text == "function" and kind == "name":
+            opening, expect_name = _Scope(scope), True
+            continue
+        if expect_name:
+            expect_name = False
+            if kind == "name":
+                scope.names.add(text)
+                at[i] = scope
+                continue
+        if kind == "name" and opening is not None:
+            opening.names.add(text)  # a parameter
+        elif kind == "name" and declaring == depth and before in ("var", ","):
+            scope.names.add(text)
+        elif kind == "name" and before == "(" and n > 1 and found[code[n - 2]][1] == "catch":
+            scope.names.add(text)
+        elif text == "var" and kind == "name":
+            declaring = depth
+        if kind != "punct":
+            continue
+        if text in "([":
+            depth += 1
+        elif text == "{":
+            depth += 1
+            if opening is not None:
+                bodies.append((depth, scope))
+                scope, opening = opening, None
+        elif text in ")]}":
+            if declaring is not None and depth <= declaring:
+                declaring = None
+            if text == "}" and bodies and bodies[-1][0] == depth:
+                scope = bodies.pop()[1]
+            depth -= 1
+        elif text == ";" and declaring == depth:
+            declaring = None
+    return at
+
+
+def _short_names():
+    """a, b, …, Z, _, $, then two characters, three, … (keywords are left out by the caller)."""
+    first = ascii_letters + "_$"
+    rest = first + "0123456789"
+    yield from first
+    for size in count(1):
+        for head, *tail in product(first, *[rest] * size):
+            yield head + "".join(tail)

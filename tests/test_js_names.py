@@ -1,0 +1,76 @@
+"""Shorter local names in the published JavaScript (js_names.py): locals renamed, everything else kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpumem.js_names import shorten_names, tokens
+
+
+def test_locals_get_the_shortest_free_names_the_most_used_first():
+    source = (
+        "(function(){\n"
+        "var total=0,items=window.items;\n"
+        "function add(value,weight){total+=value*weight;return total;}\n"
+        "items.forEach(function(item){add(item.value,item.weight);});\n"
+        "window.result={total:total,add:add};\n"
+        "})();\n"
+    )
+    assert shorten_names(source) == (
+        "(function(){\n"
+        "var a=0,d=window.items;\n"
+        "function b(e,f){a+=e*f;return a;}\n"
+        "d.forEach(function(c){b(c.value,c.weight);});\n"
+        "window.result={total:a,add:b};\n"
+        "})();\n"
+    )
+
+
+def test_globals_properties_keys_and_top_level_names_keep_theirs():
+    source = "var shared=1;\n(function(a,b){\nvar document=a?{a:b,c:shared}:b;\nreturn [document.c,window.document,b?a:document];\n})();\n"
+    # `a` and `c` are kept (a key, a property): the parameter b (the most used) keeps b, a becomes d, document e.
+    assert shorten_names(source) == (
+        "var shared=1;\n(function(d,b){\nvar e=d?{a:b,c:shared}:b;\nreturn [e.c,window.document,b?d:e];\n})();\n"
+    )
+
+
+def test_a_ternary_inside_an_object_is_not_a_key():
+    source = "(function(x,y){return {k:x?y:x,m:y};})();\n"
+    assert shorten_names(source) == "(function(a,b){return {k:a?b:a,m:b};})();\n"
+
+
+def test_regular_expressions_strings_comments_and_catch_parameters():
+    source = (
+        "(function(text){\n"
+        'var half=text.length / 2, clean=text.replace(/text\\/[a-z/]+/g, "text");\n'
+        "try { JSON.parse(text); } catch (text2) { return text2 + half; } // text\n"
+        "return clean;\n"
+        "})();\n"
+    )
+    assert shorten_names(source) == (
+        "(function(a){\n"
+        'var c=a.length / 2, b=a.replace(/text\\/[a-z/]+/g, "text");\n'
+        "try { JSON.parse(a); } catch (d) { return d + c; } // text\n"
+        "return b;\n"
+        "})();\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "(function(){var f=(a)=>a;})();\n",
+        "(function(){const a=1;return a;})();\n",
+        "(function(){var a=`x`;return a;})();\n",
+        "(function(){var a=[...b];return a;})();\n",
+        "(function(){var a=b?.c;return a;})();\n",
+        "(function(){var a='unclosed;\n})();\n",
+    ],
+)
+def test_syntax_it_does_not_follow_leaves_the_file_as_it_is(source: str):
+    assert shorten_names(source) == source
+
+
+def test_a_division_after_a_name_and_a_pattern_after_an_operator():
+    kinds = [kind for kind, _ in tokens("a / b; c = /d/g;") if kind != "space"]
+    assert kinds == ["name", "punct", "name", "punct", "name", "punct", "regex", "punct"]
