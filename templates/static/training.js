@@ -129,16 +129,23 @@
     return run;
   }
 
-  // sizing.offered_configurations for t.gpus GPUs, then compute_training.holding: cheapest first.
-  function fits(data, perGpu, gpus) {
-    var names = {}, found = [];
-    data.configurations.forEach(function (c) { names[c.gpu] = c.name; });
+  // sizing.offered_configurations: n GPUs of one kind for each n of `counts` some machine holds, at n x its lowest price.
+  function offered(data, counts) {
+    var found = [];
     Object.keys(data.machines).forEach(function (gpu) {
-      var prices = data.machines[gpu].filter(function (m) { return m[0] >= gpus; }).map(function (m) { return m[1]; });
       var card = data.gpus[gpu];
-      if (!prices.length || !card || perGpu > card.runtimeBytes) return;
-      found.push({ gpu: gpu, name: names[gpu], count: gpus, price: gpus * Math.min.apply(null, prices), card: card.runtimeBytes });
+      counts.forEach(function (n) {
+        var prices = data.machines[gpu].filter(function (m) { return m[0] >= n; }).map(function (m) { return m[1]; });
+        if (prices.length && card) found.push({ gpu: gpu, name: card.name, count: n, price: n * Math.min.apply(null, prices) });
+      });
     });
+    return found;
+  }
+
+  // The configurations of t.gpus GPUs, then compute_training.holding: those whose cards hold it, cheapest first.
+  function fits(data, perGpu, gpus) {
+    var found = offered(data, [gpus]).filter(function (c) { return perGpu <= data.gpus[c.gpu].runtimeBytes; });
+    found.forEach(function (c) { c.card = data.gpus[c.gpu].runtimeBytes; });
     return found.sort(function (x, y) { return x.price - y.price || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0); });
   }
 
@@ -149,5 +156,5 @@
     return run;
   }
 
-  window.gpumemTraining = { train: train, check: check, targetsOf: targetsOf, weightsBytes: weightsBytes, expertParams: expertParams };
+  window.gpumemTraining = { train: train, check: check, offered: offered, targetsOf: targetsOf, weightsBytes: weightsBytes, expertParams: expertParams };
 })();

@@ -1,10 +1,10 @@
-"""Shorter local names in the published JavaScript (js_names.py): locals renamed, everything else kept."""
+"""The published JavaScript made shorter (js_shorten.py): locals renamed, spaces only where tokens need them."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpumem.js_names import shorten_names, tokens
+from gpumem.js_shorten import shorten, shorten_names, tokens
 
 
 def test_locals_get_the_shortest_free_names_the_most_used_first():
@@ -74,3 +74,25 @@ def test_syntax_it_does_not_follow_leaves_the_file_as_it_is(source: str):
 def test_a_division_after_a_name_and_a_pattern_after_an_operator():
     kinds = [kind for kind, _ in tokens("a / b; c = /d/g;") if kind != "space"]
     assert kinds == ["name", "punct", "name", "punct", "name", "punct", "regex", "punct"]
+
+
+def test_spaces_stay_only_between_two_words_two_signs_or_a_word_and_a_pattern():
+    # `of` is a contextual keyword in later JavaScript: kept as it is, like every keyword.
+    source = (
+        "(function(value){\n"
+        "var half = value / 2, back = value - -half; // a comment goes\n"
+        'var plus = value + ++half, re = /x/g, of = typeof value === "number";\n'
+        "return 1 .toFixed ? [half, back, plus] : re.test(value) && /y/ in of;\n"
+        "})();\n"
+    )
+    assert shorten(source) == (
+        "(function(a){\n"
+        "var b=a/2,c=a- -b;\n"
+        'var d=a+ ++b,e=/x/g,of=typeof a==="number";\n'
+        "return 1 .toFixed?[b,c,d]:e.test(a)&&/y/ in of;\n"
+        "})();\n"
+    )
+
+
+def test_a_comment_across_lines_keeps_its_line_breaks():
+    assert shorten("var a = 1 /* one\n two */\nvar b = 2;\n") == "var a=1\n\nvar b=2;\n"
