@@ -65,6 +65,8 @@ RELEASE_METHODS = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq",
 SORTS = ("price", "speed", "cost")
 # A preset's numbers in the calculator's JSON, one row per model in this order (the keys are written once).
 MODEL_FIELDS = ("id", "params", "layers", "heads", "kvHeads", "headDim", "hidden", "vocab", "intermediate", "release")
+# A GPU on offer in the calculator's JSON, a row in this order (the last left out when unknown).
+GPU_FIELDS = ("name", "runtimeBytes", "bandwidth", "memoryType", "tflops", "link", "pcieGen")
 # Decimals of the speed figures: seconds to the first token, and prices per million tokens (often under a cent).
 SPEED_DIGITS = {"seconds": 2, "perMillion": 3}
 
@@ -377,10 +379,8 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "currency": catalog.snapshot.currency,
             "modelFields": list(MODEL_FIELDS),
             "models": models,
-            "gpus": {
-                c.gpu.id: {"name": c.gpu.name, "memory": c.gpu.memory_gb, "runtimeBytes": c.gpu.runtime_bytes, **gpu_speed_data(c.gpu)}
-                for c in offered
-            },
+            "gpuFields": list(GPU_FIELDS),
+            "gpus": {c.gpu.id: gpu_row(c.gpu) for c in offered},
             "machines": machines(catalog),
             "weightFormats": {
                 f.name: {
@@ -463,13 +463,12 @@ def shortest_numbers(value):
     return value
 
 
-def gpu_speed_data(gpu: Gpu) -> dict:
-    """What the speed engine reads of a GPU: bandwidth (TB/s), memory kind, dense TFLOPS, the link and PCIe generation."""
+def gpu_row(gpu: Gpu) -> list:
+    """A GPU on offer as the scripts read it, its GPU_FIELDS in order: the name, the bytes the runtime sees, and what
+    the speed engine reads (bandwidth in TB/s, memory kind, dense TFLOPS, the link; the PCIe generation, if known)."""
     link = {"kind": gpu.link.kind, "gbS": gpu.link.gb_s, **({"gpus": gpu.link.gpus} if gpu.link.gpus else {})}
-    found = {"bandwidth": gpu.bandwidth_tb_s, "memoryType": gpu.memory_type, "tflops": gpu.dense_tflops, "link": link}
-    if gpu.form_factor.pcie_gen:
-        found["pcieGen"] = gpu.form_factor.pcie_gen
-    return found
+    row = [gpu.name, gpu.runtime_bytes, gpu.bandwidth_tb_s, gpu.memory_type, gpu.dense_tflops, link]
+    return row + [gpu.form_factor.pcie_gen] if gpu.form_factor.pcie_gen else row
 
 
 def speed_data(rules: SpeedRules | None) -> dict | None:

@@ -47,14 +47,20 @@ class Unreadable(Exception):
     """Syntax this reader does not follow: the file is published with its own names."""
 
 
-@dataclass
+@dataclass(eq=False)
 class _Scope:
+    """A function's scope (or the file's): the names declared in it."""
+
     parent: _Scope | None
     names: set[str] = field(default_factory=set)
 
     @property
     def global_(self) -> bool:
         return self.parent is None
+
+    @property
+    def depth(self) -> int:
+        return 0 if self.parent is None else self.parent.depth + 1
 
     def binding(self, name: str) -> _Scope | None:
         scope: _Scope | None = self
@@ -151,7 +157,8 @@ def _renames(found: list[tuple[str, str]]) -> dict[int, str]:
     """New text of each token that names a local binding, by token index."""
     code = [i for i, (kind, _) in enumerate(found) if kind not in ("space", "comment")]
     scopes = _declare(found, code)
-    local: dict[int, str] = {}
+    local: dict[int, tuple[_Scope, str]] = {}  # by token: its binding (the declaring scope and the name)
+    seen: dict[_Scope, set[tuple[_Scope, str]]] = {}  # by function: the outer bindings referenced in it
     kept: set[str] = set(KEYWORDS)
     pending = [0]  # `?` waiting for their `:`, per bracket level
     for n, i in enumerate(code):
@@ -174,12 +181,29 @@ def _renames(found: list[tuple[str, str]]) -> dict[int, str]:
         binding = None if before == "." or is_key or text in KEYWORDS else scopes[i].binding(text)
         if binding is None or binding.global_:
             kept.add(text)
-        else:
-            local[i] = text
-    uses = Counter(local.values())
-    fresh = (name for name in _short_names() if name not in kept)
-    new = {name: next(fresh) for name, _ in sorted(uses.items(), key=lambda item: (-item[1], item[0]))}
-    return {i: new[name] for i, name in local.items()}
+            continue
+        local[i] = (binding, text)
+        scope = scopes[i]
+        while scope is not binding:  # every function between the reference and its declaration sees the binding
+            seen.setdefault(scope, set()).add((binding, text))
+            scope = scope.parent  # type: ignore[assignment]
+    return {i: name for i, name in zip(local, _new_names(local.values(), seen, kept), strict=True)}
+
+
+def _new_names(references, seen: dict[_Scope, set[tuple[_Scope, str]]], kept: set[str]) -> list[str]:
+    """The new name of each reference's binding: per function, outer ones first, the shortest names that are neither
+    kept nor those of the outer bindings it sees (sibling functions reuse the same short names)."""
+    references = list(references)
+    uses = Counter(references)
+    by_scope: dict[_Scope, list[tuple[_Scope, str]]] = {}
+    for binding in sorted(uses, key=lambda b: (-uses[b], b[1])):
+        by_scope.setdefault(binding[0], []).append(binding)
+    new: dict[tuple[_Scope, str], str] = {}
+    for scope in sorted(by_scope, key=lambda s: s.depth):
+        taken = kept | {new[b] for b in seen.get(scope, ()) if b in new}
+        fresh = (name for name in _short_names() if name not in taken)
+        new.update((binding, next(fresh)) for binding in by_scope[scope])
+    return [new[binding] for binding in references]
 
 
 def _declare(found: list[tuple[str, str]], code: list[int]) -> dict[int, _Scope]:

@@ -8,6 +8,7 @@ from gpumem.js_shorten import shorten, shorten_names, tokens
 
 
 def test_locals_get_the_shortest_free_names_the_most_used_first():
+    # Per function, outer ones first: an inner function reuses a short name unless it uses the outer binding.
     source = (
         "(function(){\n"
         "var total=0,items=window.items;\n"
@@ -18,9 +19,9 @@ def test_locals_get_the_shortest_free_names_the_most_used_first():
     )
     assert shorten_names(source) == (
         "(function(){\n"
-        "var a=0,d=window.items;\n"
-        "function b(e,f){a+=e*f;return a;}\n"
-        "d.forEach(function(c){b(c.value,c.weight);});\n"
+        "var a=0,c=window.items;\n"
+        "function b(b,c){a+=b*c;return a;}\n"
+        "c.forEach(function(a){b(a.value,a.weight);});\n"
         "window.result={total:a,add:b};\n"
         "})();\n"
     )

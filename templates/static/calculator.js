@@ -84,7 +84,7 @@
     var dep = data.deployment, found = [];
     engine.offered(data, data.gpuCounts).forEach(function (c) {
       if (fmt.runtime === "vllm" && !validTensorParallel(s.arch, c.count)) return;
-      var card = data.gpus[c.gpu].runtimeBytes, batch = batchDefaults(data, card, c.gpu);
+      var card = c.card, batch = batchDefaults(data, card, c.gpu);
       var need = deploymentNeed(data, s, fmt, kv, c.count, s.context, s.batch, batch);
       var budget = dep.utilization * card;
       if (need.perGpu >= budget) return;
