@@ -1,15 +1,16 @@
 """The site's JavaScript made shorter token by token: every variable, parameter and function declared
-inside a function gets the shortest name free in its file, the most used first, and no space is kept
-that two tokens do not need to stay two (what every JavaScript minifier does; the calculator's
+inside a function gets the shortest name free in that function, the most used first, and no space is
+kept that two tokens do not need to stay two (what every JavaScript minifier does; the calculator's
 scripts lose a quarter of their bytes).
 
-Line breaks all stay, so automatic semicolon insertion sees the same code. The rename is one name
-for one name over the whole file, and no new name is one the file keeps (a global, a property, a
-keyword), so every reference still finds the same declaration. Property names (`a.name`,
-`{name: …}`) and names declared outside any function (globals another script may read) keep
-theirs. The reader is for ES5, the scripts' dialect: a file holding later syntax it does not
-follow (arrow functions, let/const, classes, template literals, spreads, optional chaining) is
-returned as it is.
+Line breaks all stay, so automatic semicolon insertion sees the same code. Each function names its
+own bindings, outer functions first; a name is free in a function when the file does not keep it
+(a global, a property, a keyword) and no outer binding the function uses has it, so every reference
+still finds the same declaration (sibling functions reuse the same short names). Property names
+(`a.name`, `{name: …}`) and names declared outside any function (globals another script may read)
+keep theirs. The reader is for ES5, the scripts' dialect: a file holding later syntax it does not
+follow (arrow functions, let/const, classes, template literals, spreads, optional chaining,
+shorthand properties) or accessors (`get x() {}`) is returned as it is.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ KEYWORDS = frozenset(
 _LATER = frozenset({"let", "const", "class"})
 # After these a `/` opens a regular expression; after a name, a number or a closing bracket it divides.
 _DIVIDES_AFTER = frozenset({")", "]", "}"})
+# After these a `{` opens a block (a function's or a statement's body); elsewhere an object literal.
+_BEFORE_BLOCK = frozenset({")", ";", "{", "}", "else", "try", "finally", "do"})
 _KEYWORD_BEFORE_EXPRESSION = frozenset({"return", "typeof", "case", "do", "else", "in", "instanceof", "new", "delete", "void", "throw"})
 
 
@@ -104,23 +107,24 @@ def _opens_regex(found: list[tuple[str, str]]) -> bool:
 def shorten(text: str) -> str:
     """The script with its local names shortened and its needless spaces and comments left out, or as it is
     when it holds syntax this reader does not follow."""
-    try:
-        found = tokens(text)
-        renames = _renames(found)
-    except Unreadable:
-        return text
-    kept = [(kind, renames.get(i, token)) for i, (kind, token) in enumerate(found)]
-    return "".join(_spaced(kept))
+    renamed = _renamed(text)
+    return text if renamed is None else "".join(_spaced(renamed))
 
 
 def shorten_names(text: str) -> str:
-    """The script with its local names shortened (spaces and comments as they are)."""
+    """The script with its local names shortened (spaces and comments as they are), or as it is."""
+    renamed = _renamed(text)
+    return text if renamed is None else "".join(token for _, token in renamed)
+
+
+def _renamed(text: str) -> list[tuple[str, str]] | None:
+    """The script's tokens with the local names shortened, or None when it holds syntax this reader does not follow."""
     try:
         found = tokens(text)
         renames = _renames(found)
     except Unreadable:
-        return text
-    return "".join(renames.get(i, token) for i, (_, token) in enumerate(found))
+        return None
+    return [(kind, renames.get(i, token)) for i, (kind, token) in enumerate(found)]
 
 
 def _spaced(found: list[tuple[str, str]]):
@@ -161,13 +165,17 @@ def _renames(found: list[tuple[str, str]]) -> dict[int, str]:
     seen: dict[_Scope, set[tuple[_Scope, str]]] = {}  # by function: the outer bindings referenced in it
     kept: set[str] = set(KEYWORDS)
     pending = [0]  # `?` waiting for their `:`, per bracket level
+    brackets = [""]  # the open brackets, a block's brace as "block" (an object literal's as "{")
     for n, i in enumerate(code):
         kind, text = found[i]
         if kind == "punct":
             if text in "([{":
                 pending.append(0)
+                block = text == "{" and (not n or found[code[n - 1]][1] in _BEFORE_BLOCK)
+                brackets.append("block" if block else text)
             elif text in ")]}" and len(pending) > 1:
                 pending.pop()
+                brackets.pop()
             elif text == "?":
                 pending[-1] += 1
             elif text == ":" and pending[-1]:
@@ -177,6 +185,8 @@ def _renames(found: list[tuple[str, str]]) -> dict[int, str]:
             continue
         before = found[code[n - 1]][1] if n else ""
         after = found[code[n + 1]][1] if n + 1 < len(code) else ""
+        if before in ("{", ",") and after in (",", "}") and brackets[-1] == "{" or before in ("get", "set") and after == "(":
+            raise Unreadable(f"{text}: a shorthand property or an accessor")
         is_key = after == ":" and before in ("{", ",") and not pending[-1]
         binding = None if before == "." or is_key or text in KEYWORDS else scopes[i].binding(text)
         if binding is None or binding.global_:
@@ -220,7 +230,7 @@ def _declare(found: list[tuple[str, str]], code: list[int]) -> dict[int, _Scope]
         kind, text = found[i]
         at[i] = opening if opening is not None and kind == "name" and not expect_name else scope
         before = found[code[n - 1]][1] if n else ""
-        if text == "function" and kind == "name":
+        if text == "function" and kind == "name" and before != ".":
             opening, expect_name = _Scope(scope), True
             continue
         if expect_name:

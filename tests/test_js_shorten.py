@@ -66,6 +66,8 @@ def test_regular_expressions_strings_comments_and_catch_parameters():
         "(function(){var a=[...b];return a;})();\n",
         "(function(){var a=b?.c;return a;})();\n",
         "(function(){var a='unclosed;\n})();\n",
+        "(function(){var a=1;return {a, b: 2};})();\n",
+        "(function(){var a=1;return {get a() { return a; }};})();\n",
     ],
 )
 def test_syntax_it_does_not_follow_leaves_the_file_as_it_is(source: str):
@@ -97,3 +99,7 @@ def test_spaces_stay_only_between_two_words_two_signs_or_a_word_and_a_pattern():
 
 def test_a_comment_across_lines_keeps_its_line_breaks():
     assert shorten("var a = 1 /* one\n two */\nvar b = 2;\n") == "var a=1\n\nvar b=2;\n"
+
+
+def test_a_property_named_function_opens_no_function():
+    assert shorten_names("(function(first){return window.function(first);})();\n") == "(function(a){return window.function(a);})();\n"
