@@ -47,7 +47,7 @@ KB = 1000
 
 def command_seconds(root: Path, out: Path, *extra: str) -> tuple[float, str]:
     """Wall-clock seconds of `gpumem build` as a user runs it, interpreter start included, and what it printed."""
-    command = [sys.executable, "-m", "gpumem.cli", "--project", str(PROJECT), "build"]
+    command = [sys.executable, "-m", "gpumem", "--project", str(PROJECT), "build"]
     command += ["--catalogs", str(root / "catalogs"), "--content", str(root / "content"), "--out", str(out), *extra]
     started = time.perf_counter()
     done = subprocess.run(command, check=True, capture_output=True, text=True)

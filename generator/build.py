@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from markupsafe import Markup
 
 from . import compute
 from .assets import headers, publish
@@ -19,6 +21,7 @@ from .compute_calculator import model_query
 from .errors import BuildError, Problems
 from .figures import site_figures
 from .fingerprint import clock_facts, fingerprint, page_keys, read_inputs, stale_warning, unchanged
+from .incremental import Read, StampWords, Values, finalize, read_paths, stamp_texts, substitutable, unstamp, watched
 from .load import (
     SNAPSHOT_NAME,
     ContentPage,
@@ -56,6 +59,7 @@ from .validate import (
 from .write import OutputFolder, earlier_pages
 
 ROOT_PAGES = ("index.html", "404.html")
+Out = TypeVar("Out")  # what rendering a page gives: its bytes and what it read
 
 
 @dataclass(frozen=True)
@@ -323,15 +327,41 @@ def own_files(site: Site) -> list[tuple[str, str]]:
     ]
 
 
-def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = None, computed: Computed | None = None) -> dict[str, bytes]:
+@dataclass(frozen=True)
+class Earlier:
+    """What the last build left that this one may keep: its pages whose price-free key is this
+    build's (bytes checked against the marker), each page's record, and the stamp's words it set in."""
+
+    files: dict[str, bytes]
+    records: dict[str, Any]
+    stamps: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """Every output file, and what the marker records for the next build to keep pages by."""
+
+    files: dict[str, bytes]
+    pages: dict[str, dict[str, Any]]
+    stamps: dict[str, dict[str, str]]
+    rendered: int  # HTML files rendered, not kept
+
+
+def render_site(inputs: Inputs, jobs: int = 1, earlier: Earlier | None = None, computed: Computed | None = None) -> dict[str, bytes]:
+    """Every output file, as bytes, computed in memory before anything is written (site_rendering)."""
+    return site_rendering(inputs, jobs, earlier, computed).files
+
+
+def site_rendering(
+    inputs: Inputs, jobs: int = 1, earlier: Earlier | None = None, computed: Computed | None = None, keys: dict[str, str] | None = None
+) -> Rendering:
     """Every output file, as bytes, computed in memory before anything is written.
 
-    Files in `kept` (the last build's bytes of pages and own_files whose inputs did not change)
-    are not rendered again; `computed` holds the catalog's figures and compiled strings when an
-    earlier build made them (memo.py). With jobs > 1 the pages are shared among forked processes
-    (the rendering is pure).
+    A page is kept from `earlier` (not rendered) when its price-free key (`keys`) is the one the
+    last build recorded and every snapshot figure it read then digests as before (incremental.py);
+    `computed` holds the catalog's figures and compiled strings when an earlier build made them
+    (memo.py). With jobs > 1 the pages are shared among forked processes (the rendering is pure).
     """
-    kept = kept or {}
     options, catalog, site = inputs.options, inputs.catalog, inputs.site
     figures = computed.figures if computed else site_figures(catalog)
     pages = plan_pages(site, subjects(catalog))
@@ -341,6 +371,7 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
     assets = publish(options.static)  # pages link to the names these files are published under
     links = {(page.key, page.subject, page.lang): page.url for page in pages}
     planned = frozenset(links.values())
+    currency = catalog.snapshot.currency
     common: dict[str, Any] = dict(
         site=site,
         catalog=catalog,
@@ -367,43 +398,89 @@ def render_site(inputs: Inputs, jobs: int = 1, kept: dict[str, bytes] | None = N
         calculator_query=lambda model, context, gpus: model_query(catalog, model, context, gpus),
         has_page=lambda key, lang: (key, "", lang) in links,
     )
+    first = languages[0]
 
-    def render(page: Page) -> bytes:
-        context = {**common, **renderer.language_context(page.lang, catalog.snapshot.currency), "page": page}
+    def stamp_of(lang: str) -> dict[str, Markup]:
+        return stamp_texts(renderer.render("_stamp.html", {**common, **renderer.language_context(lang, currency)}))
+
+    texts = {lang: stamp_of(lang) for lang in languages}
+    placeholders = {lang: substitutable(words) for lang, words in texts.items()}
+    values = Values(common)
+    outputs = [(page.output, page.lang) for page in pages] + [(name, lang or first) for name, lang in own_files(site)]
+    kept = _unchanged_outputs(outputs, earlier, keys, values) if earlier and keys else {}
+
+    def context_of(lang: str, log: set[Read]) -> dict[str, Any]:
+        stamp = StampWords(texts[lang], placeholders[lang], log)
+        return {**common, **watched(common, log), **renderer.language_context(lang, currency), "stamp": stamp}
+
+    def render(page: Page) -> tuple[bytes, list[Read]]:
+        log: set[Read] = {("snapshot", "currency")}
+        context = {**context_of(page.lang, log), "page": page}
         if KINDS[page.key].has_content:
             context["content"] = renderer.content(inputs.content[(page.lang, page.key)], context)
-        return renderer.render(page.template, context).encode()
+        return renderer.render(page.template, context).encode(), sorted(log)
+
+    def render_own(name: str, lang: str) -> tuple[bytes, list[Read]]:
+        log: set[Read] = {("snapshot", "currency")}
+        if lang:  # for hosts that serve the nearest 404.html: one in each language's folder
+            html = renderer.render("not-found.html", context_of(lang, log))
+        else:
+            root = {**context_of(first, log), "pages": pages}
+            root["translations"] = [(language, renderer.strings[language.code]["_"]) for language in site.languages]
+            root["translate"] = {language.code: renderer.strings[language.code]["_"] for language in site.languages}
+            html = renderer.render(name, root)
+        return html.encode(), sorted(log)
 
     due = tuple(page for page in pages if page.output not in kept)
     parallel = jobs > 1 and len(due) > 1
     if parallel:  # else a language's formats are loaded when a page of it is rendered
-        renderer.prepare(catalog.snapshot.currency)
+        renderer.prepare(currency)
     rendered, problems = in_parallel(due, render, jobs) if parallel else render_pages(due, render)
     if problems:
         raise BuildError(sorted(set(problems), key=problems.index))
-    files = {page.output: kept[page.output] if page.output in kept else rendered[page.output] for page in pages}
-
-    def render_own(name: str, lang: str) -> bytes:
-        if lang:  # for hosts that serve the nearest 404.html: one in each language's folder
-            return renderer.render("not-found.html", {**common, **renderer.language_context(lang, catalog.snapshot.currency)}).encode()
-        root = {**common, **renderer.language_context(site.languages[0].code, catalog.snapshot.currency), "pages": pages}
-        root["translations"] = [(language, renderer.strings[language.code]["_"]) for language in site.languages]
-        root["translate"] = {language.code: renderer.strings[language.code]["_"] for language in site.languages}
-        return renderer.render(name, root).encode()
-
-    extra = {name: kept[name] if name in kept else render_own(name, lang) for name, lang in own_files(site)}
-    extra.update(assets.files)
+    rendered.update({name: render_own(name, lang) for name, lang in own_files(site) if name not in kept})
+    files, records = {}, {}
+    for output, lang in outputs:
+        raw, paths = kept[output] if output in kept else rendered[output]
+        files[output], places = finalize(raw, texts[lang])
+        if keys is not None:
+            record = {"key": keys[output], "deps": values.digest(paths), "paths": [list(path) for path in paths]}
+            records[output] = {**record, "stamps": [list(place) for place in places]}
+    extra = dict(assets.files)
     extra["_headers"] = headers({**files, **extra}, site.base_path)
     clash = sorted(set(extra) & set(files))
     if clash:  # check_outputs keeps pages apart; this keeps them off the site's own files
         raise BuildError([f"{name}: a page and the site's own file would both be written here" for name in clash])
-    return {**files, **extra}
+    stamps = {lang: {piece: str(text) for piece, text in words.items()} for lang, words in texts.items()}
+    count = sum(1 for output, _ in outputs if output not in kept and output.endswith(".html"))
+    return Rendering({**files, **extra}, records, stamps, count)
 
 
-def render_pages(pages: Iterable[Page], render: Callable[[Page], bytes]) -> tuple[dict[str, bytes], list[str]]:
+def _unchanged_outputs(
+    outputs: list[tuple[str, str]], earlier: Earlier, keys: dict[str, str], values: Values
+) -> dict[str, tuple[bytes, list[Read]]]:
+    """The last build's files (as rendered, the stamp's words taken out) whose price-free key and
+    snapshot figures read are this build's; `outputs` pairs each file with its stamp's language."""
+    kept = {}
+    for output, lang in outputs:
+        record = earlier.records.get(output)
+        if not isinstance(record, dict) or record.get("key") != keys.get(output) or output not in earlier.files:
+            continue
+        paths = read_paths(record.get("paths"))
+        if paths is None or values.digest(paths) != record.get("deps"):
+            continue
+        words = earlier.stamps.get(lang)
+        raw = unstamp(earlier.files[output], record.get("stamps"), words) if isinstance(words, dict) else None
+        if raw is not None:
+            kept[output] = (raw, paths)
+    return kept
+
+
+def render_pages(pages: Iterable[Page], render: Callable[[Page], Out]) -> tuple[dict[str, Out], list[str]]:
     """Render every page; a page that fails is reported, and the others are still rendered,
     so one build lists every problem (a content file's error is reported once, not per page)."""
-    files, problems = {}, []
+    files: dict[str, Out] = {}
+    problems: list[str] = []
     for page in pages:
         try:
             files[page.output] = render(page)
@@ -414,7 +491,7 @@ def render_pages(pages: Iterable[Page], render: Callable[[Page], bytes]) -> tupl
     return files, problems
 
 
-def in_parallel(pages: tuple[Page, ...], render: Callable[[Page], bytes], jobs: int) -> tuple[dict[str, bytes], list[str]]:
+def in_parallel(pages: tuple[Page, ...], render: Callable[[Page], Out], jobs: int) -> tuple[dict[str, Out], list[str]]:
     """Render pages in `jobs` processes: forked children take every jobs-th page, the parent the rest."""
     children = []
     for job in range(1, jobs):
@@ -441,7 +518,7 @@ def in_parallel(pages: tuple[Page, ...], render: Callable[[Page], bytes], jobs: 
     return {p.output: files[p.output] for p in pages if p.output in files}, problems
 
 
-def _render_share(pages: tuple[Page, ...], render: Callable[[Page], bytes], writer: int) -> None:
+def _render_share(pages: tuple[Page, ...], render: Callable[[Page], Any], writer: int) -> None:
     """In a child: render pages and pickle the outcome (files and problems, or a crash) into the pipe."""
     payload: tuple[str, Any]
     try:
@@ -491,10 +568,12 @@ def build(options: Options, now: datetime | None = None, report: Callable[[str],
         *((name, lang, "") for name, lang in own_files(inputs.site)),
     ]
     keys = page_keys(read, outputs)
-    files = render_site(inputs, options.jobs, {} if options.force else earlier_pages(options.out, keys), known)
+    earlier = None if options.force else Earlier(*earlier_pages(options.out, keys))
+    rendering = site_rendering(inputs, options.jobs, earlier, known, keys)
+    facts = {**input_facts(inputs), "pages": rendering.pages, "stamps": rendering.stamps}
     with OutputFolder(options.out, report) as folder:
-        summary = folder.write(files, fingerprint(options, read), {**input_facts(inputs), "pages": keys})
-    return BuildResult(summary, time.perf_counter() - started, inputs.warnings, summary.pages)
+        summary = folder.write(rendering.files, fingerprint(options, read), facts)
+    return BuildResult(summary, time.perf_counter() - started, inputs.warnings, summary.pages, rendering.rendered)
 
 
 def input_facts(inputs: Inputs) -> dict[str, object]:

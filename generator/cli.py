@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from .options import BuildResult, Options, parallel_jobs, project_options
+from .errors import BuildError
+from .options import BuildResult, Options, built_line, parallel_jobs, project_options
 from .speed import DEFAULT_OUTPUT, DEFAULT_PROMPT
 
 # The pipeline (Jinja, Babel, YAML) is imported inside the commands that need it, so a rebuild
@@ -43,7 +44,24 @@ def say(note: str) -> None:
     click.echo(note, err=True)
 
 
-@click.group()
+class Shown(click.ClickException):
+    """A BuildError as the command line shows it: its lines alone, on stderr, exit code 1."""
+
+    def show(self, file=None) -> None:  # noqa: ANN001 - click's signature
+        click.echo(self.format_message(), err=True, file=file)
+
+
+class Commands(click.Group):
+    """gpumem's commands; a BuildError (a plain exception, see errors.py) is shown as click shows its own."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BuildError as error:
+            raise Shown(error.message) from None
+
+
+@click.group(cls=Commands)
 @click.option(
     "--project",
     type=click.Path(path_type=Path, file_okay=False),
@@ -71,11 +89,7 @@ def build_command(
 
         result = build(options, report=say, checked=True)
     warn(result.warnings)
-    summary = result.summary
-    click.echo(
-        f"{result.pages} pages; {summary.written} file{'s' if summary.written != 1 else ''} written, {summary.unchanged} unchanged, "
-        f"{summary.removed} removed in {result.seconds:.2f} s"
-    )
+    click.echo(built_line(result))
 
 
 @main.command("check")

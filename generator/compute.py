@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from . import memory, sizing
 from .records import Architecture, Catalog, Gpu, Model, SizeClass
@@ -74,6 +75,13 @@ class Shop:
 
     catalog: Catalog
     _choices: dict = field(default_factory=dict)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The catalog alone: what it has worked out is remade on demand (and pickles alike however much it has)."""
+        return {"catalog": self.catalog}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(catalog=state["catalog"], _choices={})
 
     @cached_property
     def configurations(self) -> tuple[Configuration, ...]:

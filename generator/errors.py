@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import click
+import sys
 
 
 class Problems:
@@ -33,23 +33,30 @@ NOTHING_WRITTEN = "nothing was written."
 SITE_KEPT = "the previous site is left as it was."
 
 
-class BuildError(click.ClickException):
+class BuildError(Exception):
     """One clean message per problem, then what became of the output folder; exit code 1.
 
     `outcome` ends the summary line and must be true: problems found before the writer starts
     leave NOTHING_WRITTEN; a write that fails after it started says what the writer left, for
-    example SITE_KEPT.
+    example SITE_KEPT. A plain exception, so the no-change check loads without click; the command
+    line shows it as click shows its own errors (cli.Commands).
     """
+
+    exit_code = 1
 
     def __init__(self, lines: list[str], outcome: str = NOTHING_WRITTEN) -> None:
         self.lines = list(lines)
         self.outcome = outcome
         count = len(self.lines)
         summary = f"{count} problem{'s' if count != 1 else ''} found; {outcome}"
-        super().__init__("\n".join([*self.lines, summary]))
+        self.message = "\n".join([*self.lines, summary])
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
 
     def format_message(self) -> str:
         return self.message
 
-    def show(self, file=None) -> None:  # noqa: ANN001 - click's signature
-        click.echo(self.format_message(), err=True, file=file)
+    def show(self, file=None) -> None:  # noqa: ANN001 - a text stream, stderr by default
+        print(self.format_message(), file=file or sys.stderr)

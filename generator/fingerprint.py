@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
+import os
 import re
 import sys
 import time
@@ -42,16 +42,66 @@ def input_files(options: Options) -> list[tuple[str, Path]]:
 
 @functools.cache
 def dependency_versions() -> tuple[str, ...]:
-    """name=version of Python and of every library gpumem declares (a new release may render otherwise)."""
+    """name=version of Python and of every library gpumem declares (a new release may render otherwise).
+
+    Read from the distributions' folder names on sys.path (`jinja2-3.1.6.dist-info`) and gpumem's own
+    METADATA, as importlib.metadata finds them but some 25 ms sooner, which is a quarter of a
+    no-change rebuild; importlib.metadata answers where that reading finds nothing to go on."""
+    found = _distributions()
+    own = found.get("gpumem")
+    declared = _declared(own[1]) if own else None
+    if declared is None:
+        return _dependency_versions_slowly()
+    names = sorted({_normal(name) for name in declared})
+    return (f"python={sys.version}", *(f"{name}={found[name][0] if name in found else 'absent'}" for name in names))
+
+
+def _normal(name: str) -> str:
+    """A distribution's name as its folder spells it (PEP 503, with underscores)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _distributions() -> dict[str, tuple[str, Path]]:
+    """Each distribution's version and .dist-info folder, the first on sys.path winning."""
+    found: dict[str, tuple[str, Path]] = {}
+    for entry in sys.path:
+        try:
+            names = sorted(os.listdir(entry or "."))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".dist-info") and "-" in name:
+                project, _, version = name.removesuffix(".dist-info").partition("-")
+                found.setdefault(_normal(project), (version, Path(entry or ".", name)))
+    return found
+
+
+def _declared(info: Path) -> list[str] | None:
+    """The libraries a .dist-info folder's METADATA requires outside extras; None when unreadable."""
+    try:
+        text = (info / "METADATA").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    head = text.split("\n\n", 1)[0]
+    requirements = [line.removeprefix("Requires-Dist:").strip() for line in head.splitlines() if line.startswith("Requires-Dist:")]
+    return [match.group(0) for item in requirements if "extra ==" not in item if (match := REQUIREMENT_NAME.match(item))]
+
+
+def _dependency_versions_slowly() -> tuple[str, ...]:
+    """dependency_versions by importlib.metadata (a source folder not installed: Python's alone)."""
+    import importlib.metadata
+
     try:
         declared = importlib.metadata.requires("gpumem") or []
     except importlib.metadata.PackageNotFoundError:  # run from a source folder, not installed
         declared = []
-    names = sorted({match.group(0).lower() for item in declared if "extra ==" not in item if (match := REQUIREMENT_NAME.match(item))})
+    names = sorted({_normal(match.group(0)) for item in declared if "extra ==" not in item if (match := REQUIREMENT_NAME.match(item))})
     return (f"python={sys.version}", *(f"{name}={_version(name)}" for name in names))
 
 
 def _version(name: str) -> str:
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
@@ -81,14 +131,21 @@ def _own(label: str) -> bool:
     return label.startswith("translations/") or (label.startswith("content/") and label.endswith(".md"))
 
 
+def _snapshot(label: str) -> bool:
+    """A price snapshot (the folder's, or the one --prices names)."""
+    return label == "snapshot" or label.startswith("catalogs/prices/")
+
+
 def page_keys(files: dict[str, bytes], pages: Iterable[tuple[str, str, str]]) -> dict[str, str]:
     """For each page (its output, its language, its content file's label or ""), a digest of all
-    that its rendering reads: every input but other languages' strings and other pages' Markdown.
-    A page whose key is the one the last build recorded renders to the same bytes (build.py reuses
-    them), so editing one content file renders one page again."""
+    that its rendering reads but the snapshots: every input but other languages' strings, other
+    pages' Markdown and the price snapshots, whose figures a page depends on only as far as it read
+    them (incremental.py). A page whose key is the one the last build recorded, and whose snapshot
+    figures are the same, renders to the same bytes (build.py keeps them): editing one content file
+    renders one page again, and a new snapshot renders the pages whose figures it changes."""
     shared = hashlib.sha256()
     for label, content in files.items():
-        if not _own(label):
+        if not _own(label) and not _snapshot(label):
             update_digest(shared, label, content)
     shared.update("|".join(dependency_versions()).encode())
     strings: dict[str, bytes] = {}

@@ -89,3 +89,14 @@ class BuildResult:
     seconds: float
     warnings: tuple[str, ...]
     pages: int
+    rendered: int = 0  # of the pages: how many were rendered (the others kept from the last build)
+
+
+def built_line(result: BuildResult) -> str:
+    """What `gpumem build` prints when it is done."""
+    summary = result.summary
+    files = f"{summary.written} file{'s' if summary.written != 1 else ''} written"
+    return (
+        f"{result.pages} pages, {result.rendered} rendered; {files}, {summary.unchanged} unchanged, "
+        f"{summary.removed} removed in {result.seconds:.2f} s"
+    )

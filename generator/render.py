@@ -60,6 +60,21 @@ def _checked(value: Any) -> float:
 _STEPS = [Decimal(1).scaleb(-digits) for digits in range(8)]
 
 
+def _remembered(function: Callable[..., str]) -> Callable[..., str]:
+    """`function` with its results kept per argument and type (True is not 1); an unhashable
+    argument (a placeholder passing a list) goes through uncached, to fail as it should."""
+    cached = functools.lru_cache(maxsize=None, typed=True)(function)
+
+    def call(*args: Any, **kwargs: Any) -> str:
+        try:
+            hash((args, tuple(kwargs.items())))
+        except TypeError:
+            return function(*args, **kwargs)
+        return cached(*args, **kwargs)
+
+    return call
+
+
 class Formats:
     """Numbers, prices and dates written the way the page's language writes them."""
 
@@ -72,7 +87,11 @@ class Formats:
         self.locale = lang.replace("-", "_")  # Babel's form of a BCP 47 code: pt-BR -> pt_BR
         locale = Locale.parse(self.locale)
         self._separators = str.maketrans({",": get_group_symbol(locale=locale), ".": get_decimal_symbol(locale=locale)})
-        self.number = functools.lru_cache(maxsize=None)(self._number)  # type: ignore[method-assign]
+        # A page formats the same few hundred values again and again (Babel's currency pattern costs
+        # some 40 µs a call): each language's Formats remembers what it wrote.
+        self.number = _remembered(self._number)  # type: ignore[method-assign]
+        self.money = _remembered(self._money)  # type: ignore[method-assign]
+        self.percent = _remembered(self._percent)  # type: ignore[method-assign]
 
     def _number(self, value: float, digits: int = 0) -> str:
         """Grouped, with up to `digits` decimals, rounded half to even: what Babel's '#,##0.#' writes.
@@ -94,7 +113,7 @@ class Formats:
         """A context length in the short form axes use: '8k', '128k'."""
         return f"{self.number(value / 1024)}k" if value >= 1024 else self.number(value)
 
-    def money(self, value: float, digits: int | None = None, currency: str = "") -> str:
+    def _money(self, value: float, digits: int | None = None, currency: str = "") -> str:
         """A price in the snapshot's currency (or the one named: a price check is in US dollars), with
         the currency's decimals or `digits` of them, in the language's currency pattern."""
         if digits is None:
@@ -103,7 +122,7 @@ class Formats:
         pattern.frac_prec = (digits, digits)
         return pattern.apply(_checked(value), Locale.parse(self.locale), currency=currency or self.currency, currency_digits=False)
 
-    def percent(self, value: float) -> str:
+    def _percent(self, value: float) -> str:
         return format_percent(_checked(value), locale=self.locale)
 
     def date(self, moment: datetime) -> str:
@@ -351,6 +370,7 @@ CONTENT_NAMES: tuple[str, ...] = (
     "page",
     "rules",
     "snapshot",
+    "stamp",
     "guide",
     "vram",
     "sizing",

@@ -29,6 +29,7 @@ from types import FrameType
 import click
 
 from .build import build
+from .errors import BuildError
 from .options import Options
 from .watch import POLL, Sources
 
@@ -89,7 +90,7 @@ def rebuild(options: Options, preview: Preview | None = None) -> None:
     try:
         result = build(options, report=say)
         click.echo(f"rebuilt: {result.summary.written} written, {result.summary.removed} removed in {result.seconds:.2f} s")
-    except click.ClickException as problem:
+    except (BuildError, click.ClickException) as problem:
         error = problem.format_message()
         click.echo(error, err=True)
     except Exception:  # noqa: BLE001 - whatever goes wrong, the preview goes on

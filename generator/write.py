@@ -54,24 +54,20 @@ removed), recovering (the same, when finishing a killed build's swap).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import functools
 import hashlib
 import json
 import os
 import re
-import secrets
-import shutil
-import signal
 import stat
 import sys
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from .errors import NOTHING_WRITTEN, SITE_KEPT, BuildError
 
@@ -146,7 +142,7 @@ class Places:
         return re.compile(re.escape(f".{self.root.name}.gpumem-new.") + r"\d+-[0-9a-f]{8}")
 
     def new_staging(self) -> Path:
-        return self.beside(f"new.{os.getpid()}-{secrets.token_hex(4)}")
+        return self.beside(f"new.{os.getpid()}-{random_part()}")
 
     def show(self, relative: str = "") -> str:
         """A path inside the output folder as messages show it."""
@@ -204,6 +200,8 @@ def _checkpoint(step: str) -> None:
         if name != step:
             continue
         if kind == "kill":
+            import signal
+
             os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
         elif kind == "pause":
             time.sleep(float(argument or 1))
@@ -356,6 +354,8 @@ def _move(source: Path, destination: Path, relative: str) -> None:
 def _libc_renameat2() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+
     try:
         function = ctypes.CDLL(None, use_errno=True).renameat2
     except (AttributeError, OSError):
@@ -363,6 +363,18 @@ def _libc_renameat2() -> Callable[..., int] | None:
     function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     function.restype = ctypes.c_int
     return function  # type: ignore[no-any-return]
+
+
+def random_part() -> str:
+    """8 random hex digits that make a temporary name this process's own."""
+    return os.urandom(4).hex()
+
+
+def _remove_tree(path: Path, ignore_errors: bool = False) -> None:
+    """shutil.rmtree, imported when a build first removes a tree (a no-change check never does)."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
 def _renameat2(source: Path, destination: Path, flags: int) -> bool:
@@ -373,6 +385,8 @@ def _renameat2(source: Path, destination: Path, flags: int) -> bool:
         return False
     if function(AT_FDCWD, os.fsencode(source), AT_FDCWD, os.fsencode(destination), flags) == 0:
         return True
+    import ctypes
+
     code = ctypes.get_errno()
     if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
         return False
@@ -685,7 +699,7 @@ class OutputFolder:
         try:
             written = self._stage(staging, targets, found, ours | adopted, fingerprint, facts)
         except Failed as failure:
-            shutil.rmtree(staging, ignore_errors=True)
+            _remove_tree(staging, ignore_errors=True)
             raise BuildError([f"{places.show(failure.relative)}: cannot write: {_reason(failure.error)}"], kept) from None
         if current is None:
             self._first(staging)
@@ -765,6 +779,8 @@ class OutputFolder:
                 raise Failed(relative, error) from None
 
         # Creating files is slow on some disks (about 1 ms each here); a few threads overlap the waits.
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=4) as pool:
             written = sum(pool.map(place, targets.items()))
         _checkpoint("staged")
@@ -783,7 +799,7 @@ class OutputFolder:
                     raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(root))
                 os.rename(staging, root)
         except OSError as error:
-            shutil.rmtree(staging, ignore_errors=True)
+            _remove_tree(staging, ignore_errors=True)
             raise BuildError([f"{self.places.label}: cannot put the new site in place: {_reason(error)}"]) from None
 
     def _replace(self, staging: Path, moves: list[str], found: dict[str, Entry], current: os.stat_result) -> None:
@@ -792,14 +808,14 @@ class OutputFolder:
         try:
             self._clear_old()  # only now: a build that fails before this point leaves everything as it was
         except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
+            _remove_tree(staging, ignore_errors=True)
             raise
         identity = os.lstat(staging)
         journal = {"staging": staging.name, "device": identity.st_dev, "inode": identity.st_ino, "moved": moves}
         try:
             _write_atomically(places.journal, json.dumps(journal, indent=1).encode())
         except OSError as error:
-            shutil.rmtree(staging, ignore_errors=True)
+            _remove_tree(staging, ignore_errors=True)
             raise BuildError([f"{places.journal}: cannot write: {_reason(error)}"], SITE_KEPT) from None
         _checkpoint("journal")
         step = ""
@@ -937,7 +953,7 @@ class OutputFolder:
                 continue
             manifest = _read_manifest(staging, str(staging / MARKER))
             if manifest is None:
-                shutil.rmtree(staging)  # no marker yet: nothing was moved in, everything is ours
+                _remove_tree(staging)  # no marker yet: nothing was moved in, everything is ours
             elif not _discard(staging, manifest):
                 raise BuildError([f"{staging}: holds files gpumem did not write; move them yourself, then delete {name}"])
             self.note(
@@ -1020,7 +1036,7 @@ def _copy_modes(staging: Path, found: dict[str, Entry], current: os.stat_result)
 
 def _write_atomically(path: Path, content: bytes) -> None:
     """Write a file beside the output folder under a name of its own, then rename it into place."""
-    temporary = path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}")
+    temporary = path.with_name(f"{path.name}.{os.getpid()}-{random_part()}")
     _create(temporary, content)
     try:
         os.rename(temporary, path)
@@ -1084,27 +1100,29 @@ def _checked(files: dict[str, bytes] | list[tuple[str, bytes]], places: Places) 
     return targets
 
 
-def earlier_pages(out_dir: Path, keys: dict[str, str]) -> dict[str, bytes]:
-    """The files the last build wrote for pages whose key it recorded is this build's (see
-    fingerprint.page_keys), read and checked against the marker's digests; a file missing or
-    changed since is simply not among them, and is rendered again."""
+def earlier_pages(out_dir: Path, keys: dict[str, str]) -> tuple[dict[str, bytes], dict[str, Any], dict[str, Any]]:
+    """What the last build recorded of its pages in the marker's facts (`pages`: each page's record,
+    `stamps`: the stamp's words per language), and the files it wrote for pages whose recorded key
+    is this build's (see fingerprint.page_keys), read and checked against the marker's digests; a
+    file missing or changed since is simply not among them, and is rendered again."""
     root = Path(os.path.realpath(out_dir))
     try:
         manifest = _read_manifest(root, str(out_dir / MARKER))
     except BuildError:
-        return {}
-    recorded = manifest.facts.get("pages") if manifest is not None else None
-    if manifest is None or not isinstance(recorded, dict):
-        return {}
+        return {}, {}, {}
+    records = manifest.facts.get("pages") if manifest is not None else None
+    stamps = manifest.facts.get("stamps") if manifest is not None else None
+    if manifest is None or not isinstance(records, dict) or not isinstance(stamps, dict):
+        return {}, {}, {}
     kept = {}
     for relative, key in keys.items():
-        digest = manifest.files.get(relative)
-        if digest is None or recorded.get(relative) != key or not _plain(relative):
+        digest, record = manifest.files.get(relative), records.get(relative)
+        if digest is None or not isinstance(record, dict) or record.get("key") != key or not _plain(relative):
             continue
         content = read_regular(root / relative)
         if content is not None and _digest(content) == digest:
             kept[relative] = content
-    return kept
+    return kept, records, stamps
 
 
 def read_regular(path: Path, follow_links: bool = False, limit: int = -1) -> bytes | None:

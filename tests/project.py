@@ -7,6 +7,7 @@ adding a model to catalogs/ (the daily routine) never changes what a test expect
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -27,3 +28,12 @@ def published(site: Path, name: str) -> Path:
     found = sorted((site / "assets").glob(f"{stem}.{'[0-9a-f]' * 10}{dot}{suffix}"))
     assert len(found) == 1, (name, found)
     return found[0]
+
+
+def copy_project(root: Path) -> Path:
+    """A whole project folder under root: the fixture catalogs and the project's content, templates
+    and translations, to change and build."""
+    shutil.copytree(CATALOGS, root / "catalogs")
+    for name in ("content", "templates", "translations"):
+        shutil.copytree(REPO / name, root / name)
+    return root

@@ -3,7 +3,6 @@ with exit code 1, no traceback and nothing written (issue 9's list, one test eac
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from gpumem.build import build, gather, project_options
 from gpumem.errors import BuildError
 
 from .conftest import NOW, SNAPSHOT, edit, line_of, options_for
-from .project import CATALOGS, REPO
+from .project import CATALOGS, REPO, copy_project
 
 MODELS = Path("catalogs/models.yaml")
 GPUS = Path("catalogs/gpus.yaml")
@@ -33,9 +32,7 @@ def root(inputs: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A whole project folder (catalogs, content, templates, translations) to break, as the working folder."""
-    shutil.copytree(CATALOGS, tmp_path / "catalogs")
-    for name in ("content", "templates", "translations"):
-        shutil.copytree(REPO / name, tmp_path / name)
+    copy_project(tmp_path)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -189,7 +189,7 @@ def test_cli_build_summary_and_check_writes_nothing(inputs):
     assert not (inputs / "site").exists()
     built = subprocess.run([*run, "build", *paths, "--out", "site"], cwd=inputs, capture_output=True, text=True)
     assert built.returncode == 0
-    assert re.fullmatch(r"337 pages; 348 files written, 0 unchanged, 0 removed in \d+\.\d\d s\n", built.stdout)
+    assert re.fullmatch(r"337 pages, 337 rendered; 348 files written, 0 unchanged, 0 removed in \d+\.\d\d s\n", built.stdout)
 
 
 def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monkeypatch):
@@ -203,14 +203,14 @@ def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monk
     def no_render(*args, **kwargs):
         raise AssertionError("rendered although nothing changed")
 
-    monkeypatch.setattr(pipeline, "render_site", no_render)
+    monkeypatch.setattr(pipeline, "site_rendering", no_render)
     with pytest.raises(AssertionError, match="rendered although nothing changed"):
         build(options_for(inputs), now=NOW)  # the tampered page forces a real build
     monkeypatch.undo()
     repaired = build(options_for(inputs), now=NOW)
     assert (repaired.summary.written, repaired.summary.removed) == (1, 0)
     assert (site / "stray.html").read_text() == "left behind"  # not written by gpumem: kept
-    monkeypatch.setattr(pipeline, "render_site", no_render)
+    monkeypatch.setattr(pipeline, "site_rendering", no_render)
     again = build(options_for(inputs), now=NOW)
     assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 348, 0)
 

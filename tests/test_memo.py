@@ -4,7 +4,6 @@ clean build's."""
 
 from __future__ import annotations
 
-import shutil
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from gpumem import memo
 from gpumem.build import build, project_options
 
 from .conftest import NOW, SNAPSHOT, edit, tree
-from .project import CATALOGS, REPO
+from .project import copy_project
 
 EVERYTHING = ["read_catalog", *["compile_translations"] * 5, "site_figures"]  # what a build computes, in order
 
@@ -25,9 +24,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A whole project folder with a cache of its own, built once."""
     monkeypatch.setenv("GPUMEM_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(memo, "_held", [])
-    shutil.copytree(CATALOGS, tmp_path / "catalogs")
-    for name in ("content", "templates", "translations"):
-        shutil.copytree(REPO / name, tmp_path / name)
+    copy_project(tmp_path)
     build(project_options(tmp_path), now=NOW)
     return tmp_path
 
@@ -109,18 +106,20 @@ def test_force_computes_everything(project, computing):
 
 
 def test_a_content_edit_renders_its_page_alone(project, monkeypatch):
-    """The site's own files (language choice, 404 pages, sitemap, robots.txt) have keys too."""
+    """The site's own files (language choice, 404 pages, sitemap, robots.txt) have keys too; the
+    snapshot's stamp is rendered once per language (templates/_stamp.html), for every page to take."""
     templates: list[str] = []
     render = pipeline.Renderer.render
     monkeypatch.setattr(pipeline.Renderer, "render", lambda self, name, context: templates.append(name) or render(self, name, context))
     edit(project / "content/de/home.md", "\ntitle: ", "\ntitle: Die ")
     build(project_options(project), now=NOW)
-    assert templates == ["home.html"]
+    assert templates == ["_stamp.html"] * 5 + ["home.html"]
     edit(project / "translations/de/LC_MESSAGES/messages.po", 'msgstr "Zum Inhalt springen"', 'msgstr "Zum Inhalt"')
     templates.clear()
     build(project_options(project), now=NOW)
     assert sorted(set(templates) - {"home.html", "guide.html", "model.html", "gpu.html"}) == [
         "404.html",
+        "_stamp.html",
         "calculator.html",
         "gpus.html",
         "guide-api.html",

@@ -150,7 +150,7 @@ def test_every_problem_of_every_file_at_once(root):
 
 
 def test_content_placeholder_error_names_file_and_line(root):
-    edit(root / "content/en/home.md", "{{ f.date(snapshot.taken_at) }}", "{{ f.date(snapshot.taken_when) }}")
+    edit(root / "content/en/home.md", "{{ stamp.date }}", "{{ f.date(snapshot.taken_when) }}")
     from gpumem.build import check
 
     with pytest.raises(BuildError) as raised:

@@ -59,7 +59,7 @@ def with_foreign(out: Path) -> None:
 @pytest.fixture
 def fixed_names(monkeypatch):
     """The staging folder's random part made predictable: .site.gpumem-new.<pid>-deadbeef."""
-    monkeypatch.setattr(write.secrets, "token_hex", lambda size: "deadbeef")
+    monkeypatch.setattr(write, "random_part", lambda: "deadbeef")
     return f".site.gpumem-new.{os.getpid()}-deadbeef"
 
 

@@ -22,7 +22,7 @@ from .test_write import snapshot, with_foreign
 
 RUN = [sys.executable, "-m", "gpumem.cli", "--project", str(REPO), "build", "--catalogs", "catalogs", "--content", "content"]
 FOREIGN = (".git", "CNAME", ".nojekyll")
-SUMMARY = r"337 pages; {written} files? written, {unchanged} unchanged, {removed} removed in \d+\.\d\d s\n"
+SUMMARY = r"337 pages, \d+ rendered; {written} files? written, {unchanged} unchanged, {removed} removed in \d+\.\d\d s\n"
 
 
 def start(inputs: Path, out: str = "site", hook: str = "") -> subprocess.Popen[str]:

@@ -1,0 +1,5 @@
+"""`python -m gpumem`: the `gpumem` command."""
+
+from .entry import main
+
+main()
