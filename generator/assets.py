@@ -4,7 +4,8 @@ of the bytes it serves, and the `_headers` file that lets hosts cache those name
 A name that changes whenever the bytes do is what makes a long cache safe: a CDN can never pair a
 new page with an old stylesheet, since the new page names a file the old build never had. The
 minifying is deterministic and conservative (line by line for JavaScript, so automatic semicolon
-insertion sees the same line breaks); it only removes what no browser reads.
+insertion sees the same line breaks); it only removes what no browser reads, and gives JavaScript's
+local names the shortest free ones (js_shorten.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from .js_shorten import shorten
 
 FOLDER = "assets"
 DIGEST_LENGTH = 10  # hex digits of the file name's digest: 40 bits, no two versions of a file will meet
@@ -117,7 +120,12 @@ def minify_css(text: str) -> str:
     return "".join(out)
 
 
-MINIFIERS = {".js": minify_js, ".css": minify_css}
+def minify_script(text: str) -> str:
+    """JavaScript as published: minified line by line, then with its local names shortened and no space a token does not need."""
+    return shorten(minify_js(text))
+
+
+MINIFIERS = {".js": minify_script, ".css": minify_css}
 
 
 def published_name(path: str, content: bytes) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.assets import Assets, headers, minify_css, minify_js, publish, published_name
+from gpumem.assets import Assets, headers, minify_css, minify_js, minify_script, publish, published_name
 from gpumem.build import build, project_options
 from gpumem.errors import BuildError
 
@@ -141,7 +141,12 @@ def test_the_built_site_has_its_headers_and_links_only_published_assets(built_si
 
 
 def test_the_built_scripts_and_styles_are_the_minified_sources(built_site: Path):
-    for name, minify in (("calculator.js", minify_js), ("tables.js", minify_js), ("style.css", minify_css), ("tables.css", minify_css)):
+    for name, minify in (
+        ("calculator.js", minify_script),
+        ("tables.js", minify_script),
+        ("style.css", minify_css),
+        ("tables.css", minify_css),
+    ):
         expected = minify((REPO / "templates/static" / name).read_text()).encode()
         assert published(built_site, name).read_bytes() == expected
         assert published(built_site, name).name == Path(published_name(f"assets/{name}", expected)).name

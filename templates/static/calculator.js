@@ -82,9 +82,9 @@
   // Mirrors sizing.deployment_fits: single machines that hold it, cheapest first, comfortable or tight.
   function deploymentFits(data, s, fmt, kv) {
     var dep = data.deployment, found = [];
-    data.configurations.forEach(function (c) {
+    engine.offered(data, data.gpuCounts).forEach(function (c) {
       if (fmt.runtime === "vllm" && !validTensorParallel(s.arch, c.count)) return;
-      var card = data.gpus[c.gpu].runtimeBytes, batch = batchDefaults(data, card, c.gpu);
+      var card = c.card, batch = batchDefaults(data, card, c.gpu);
       var need = deploymentNeed(data, s, fmt, kv, c.count, s.context, s.batch, batch);
       var budget = dep.utilization * card;
       if (need.perGpu >= budget) return;
@@ -354,8 +354,15 @@
       fp32Unquantized: raw.mode === "qlora" && raw.fp32_unquantized === SWITCHES[0] };
   }
 
+  // A preset from its row of the build's JSON: the fields data.modelFields names, then what only some models have.
   function presetOf(data, id) {
-    for (var i = 0; i < data.models.length; i++) if (data.models[i].id === id) return data.models[i];
+    for (var i = 0; i < data.models.length; i++) {
+      var row = data.models[i];
+      if (row[0] !== id) continue;
+      var preset = Object.assign({}, row[data.modelFields.length]);
+      data.modelFields.forEach(function (name, j) { preset[name] = row[j]; });
+      return preset;
+    }
     return null;
   }
 
@@ -445,6 +452,15 @@
     var gb = function (v) { return fill(text.gb, { value: number.format(v) }); };
 
     function field(name) { return form.elements[name]; }
+
+    // Each field's error line gets its id and describes its field here: the page carries them bare (they are empty
+    // until the script finds an error), which keeps it light.
+    FIELDS.concat("config").forEach(function (f) {
+      var box = field(f).closest(".field").querySelector(".field-error");
+      if (!box) return;
+      box.id = "calc-" + f + "-error";
+      field(f).setAttribute("aria-describedby", box.id);
+    });
 
     function readForm() {
       var raw = {};

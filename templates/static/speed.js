@@ -93,9 +93,10 @@
     return price / (tokensPerS * data.speed.secondsPerHour) * data.speed.million;
   }
 
-  // speed.speed: a state's model on `gpus` x data.gpus[gpuId] serving s.batch requests of s.prompt + s.output tokens.
+  // speed.speed: a state's model on `gpus` x the GPU gpuId serving s.batch requests of s.prompt + s.output tokens.
   function speed(data, s, gpuId, gpus, price) {
-    var fmt = data.weightFormats[s.weights], kv = memory().byName(data.kvFormats, s.kv), gpu = data.gpus[gpuId];
+    var fmt = data.weightFormats[s.weights], kv = memory().byName(data.kvFormats, s.kv);
+    var gpu = window.gpumemTraining.gpuOf(data, gpuId);
     var runtime = fmt.runtime, context = s.prompt + s.output / 2;
     var step = decodeStep(data, s, fmt, kv, gpu, gpus, s.batch, context, runtime);
     var prefill = prefillS(data, s, fmt, gpu, gpus, s.prompt, runtime);

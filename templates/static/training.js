@@ -129,16 +129,33 @@
     return run;
   }
 
-  // sizing.offered_configurations for t.gpus GPUs, then compute_training.holding: cheapest first.
-  function fits(data, perGpu, gpus) {
-    var names = {}, found = [];
-    data.configurations.forEach(function (c) { names[c.gpu] = c.name; });
-    Object.keys(data.machines).forEach(function (gpu) {
-      var prices = data.machines[gpu].filter(function (m) { return m[0] >= gpus; }).map(function (m) { return m[1]; });
-      var card = data.gpus[gpu];
-      if (!prices.length || !card || perGpu > card.runtimeBytes) return;
-      found.push({ gpu: gpu, name: names[gpu], count: gpus, price: gpus * Math.min.apply(null, prices), card: card.runtimeBytes });
+  // A GPU on offer: its row of data.gpus with the names of data.gpuFields (the keys are written once), or null.
+  function gpuOf(data, id) {
+    var row = Object.prototype.hasOwnProperty.call(data.gpus, id) ? data.gpus[id] : null, gpu = {};
+    if (!row) return null;
+    data.gpuFields.forEach(function (name, i) { if (i < row.length) gpu[name] = row[i]; });
+    return gpu;
+  }
+
+  // sizing.offered_configurations: n GPUs of one kind for each n of `counts` some machine holds, at n x its lowest
+  // price; `card`: the bytes each card holds.
+  function offered(data, counts) {
+    var found = [];
+    Object.keys(data.machines).forEach(function (id) {
+      var gpu = gpuOf(data, id);
+      counts.forEach(function (n) {
+        var prices = data.machines[id].filter(function (m) { return m[0] >= n; }).map(function (m) { return m[1]; });
+        if (prices.length && gpu) {
+          found.push({ gpu: id, name: gpu.name, count: n, price: n * Math.min.apply(null, prices), card: gpu.runtimeBytes });
+        }
+      });
     });
+    return found;
+  }
+
+  // The configurations of t.gpus GPUs, then compute_training.holding: those whose cards hold it, cheapest first.
+  function fits(data, perGpu, gpus) {
+    var found = offered(data, [gpus]).filter(function (c) { return perGpu <= c.card; });
     return found.sort(function (x, y) { return x.price - y.price || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0); });
   }
 
@@ -149,5 +166,6 @@
     return run;
   }
 
-  window.gpumemTraining = { train: train, check: check, targetsOf: targetsOf, weightsBytes: weightsBytes, expertParams: expertParams };
+  window.gpumemTraining = { train: train, check: check, offered: offered, gpuOf: gpuOf, targetsOf: targetsOf,
+    weightsBytes: weightsBytes, expertParams: expertParams };
 })();
