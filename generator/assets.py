@@ -10,6 +10,7 @@ local names the shortest free ones (js_shorten.py).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -135,6 +136,13 @@ def published_name(path: str, content: bytes) -> str:
     return str(pure.with_name(f"{pure.stem}.{digest}{pure.suffix}" if pure.suffix else f"{pure.name}.{digest}"))
 
 
+@functools.lru_cache(maxsize=64)
+def _minified(suffix: str, content: bytes) -> bytes:
+    """A static file's bytes as published; the same bytes are minified once per process (the preview rebuilds often)."""
+    minify = MINIFIERS.get(suffix)
+    return content if minify is None else minify(content.decode()).encode()
+
+
 def publish(static: Path) -> Assets:
     """Every file of the static folder (templates/static), minified where it is JavaScript or CSS,
     under its published name."""
@@ -142,10 +150,7 @@ def publish(static: Path) -> Assets:
     for path in sorted(static.iterdir()):
         if not path.is_file():
             continue
-        content = path.read_bytes()
-        minify = MINIFIERS.get(path.suffix)
-        if minify is not None:
-            content = minify(content.decode()).encode()
+        content = _minified(path.suffix, path.read_bytes())
         source = f"{FOLDER}/{path.name}"
         names[source] = published_name(source, content)
         files[names[source]] = content

@@ -558,10 +558,10 @@ def build(options: Options, now: datetime | None = None, report: Callable[[str],
     the build (recovering from a killed one).
     """
     started = time.perf_counter()
-    same = None if checked else unchanged(options, now)
+    read = read_inputs(options)  # before gathering: a file saved meanwhile makes the next build look again
+    same = None if checked else unchanged(options, now, read)
     if same is not None:
         return same
-    read = read_inputs(options)  # before gathering: a file saved meanwhile makes the next build look again
     moment, cache = now or datetime.now(UTC), template_cache(options.project)
     key = computed_key(read, options.prices, moment)
     known = None if options.force else recall(cache, key, moment)
