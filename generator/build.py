@@ -56,7 +56,7 @@ from .validate import (
     taken_at_time,
     time_text,
 )
-from .write import OutputFolder, earlier_pages
+from .write import OutputFolder, earlier_pages, write_in_place
 
 ROOT_PAGES = ("index.html", "404.html")
 Out = TypeVar("Out")  # what rendering a page gives: its bytes and what it read
@@ -580,8 +580,11 @@ def build(options: Options, now: datetime | None = None, report: Callable[[str],
     earlier = None if options.force else Earlier(*earlier_pages(options.out, keys))
     rendering = site_rendering(inputs, options.jobs, earlier, known, keys, key)
     facts = {**input_facts(inputs), "pages": rendering.pages, "stamps": rendering.stamps, "figures": key}
-    with OutputFolder(options.out, report) as folder:
-        summary = folder.write(rendering.files, fingerprint(options, read), facts)
+    if options.in_place:
+        summary = write_in_place(options.out, rendering.files, fingerprint(options, read), facts)
+    else:
+        with OutputFolder(options.out, report) as folder:
+            summary = folder.write(rendering.files, fingerprint(options, read), facts)
     return BuildResult(summary, time.perf_counter() - started, inputs.warnings, summary.pages, rendering.rendered)
 
 

@@ -213,7 +213,7 @@ def serve(options: Options, port: int) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="gpumem-preview-"))
     preview_folder = scratch / "site"
     preview_folder.mkdir()
-    options = dataclasses.replace(options, out=preview_folder)
+    options = dataclasses.replace(options, out=preview_folder, in_place=True)
     preview, stop = Preview(), threading.Event()
     sources = Sources(source_paths(options))  # watching from before the first build: no save is missed
     watcher = threading.Thread(target=watch, args=(options, sources, stop, preview), daemon=True)

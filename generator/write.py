@@ -1160,6 +1160,37 @@ def up_to_date(out_dir: Path, fingerprint: str) -> WriteSummary | None:
         return folder.up_to_date(fingerprint)
 
 
+def write_in_place(out_dir: Path, files: dict[str, bytes], fingerprint: str = "", facts: dict[str, object] | None = None) -> WriteSummary:
+    """The preview's writer (serve.py): a temporary folder of its own, which no one else writes or
+    uploads, so each changed file is replaced where it stands (written beside it, then renamed over
+    it) instead of a whole new tree being staged and swapped in; files the last build wrote and this
+    one does not go, with the folders they leave empty; the marker comes last."""
+    root = Path(os.path.realpath(out_dir))
+    targets = _checked(files, Places(str(out_dir), root))
+    previous = _read_manifest(root, str(out_dir / MARKER)) if root.is_dir() else None
+    recorded = previous.files if previous else {}
+    written = 0
+    try:
+        for relative, content in targets.items():
+            path = root / relative
+            if relative in recorded and read_regular(path) == content:
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomically(path, content)
+            written += 1
+        gone = sorted(set(recorded) - set(targets))
+        for relative in gone:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(root / relative)
+        for folder in sorted(_ancestors(gone) - _ancestors(targets), key=len, reverse=True):
+            with contextlib.suppress(OSError):
+                os.rmdir(root / folder)  # only when empty
+        _write_atomically(root / MARKER, _manifest_bytes(targets, fingerprint, facts))
+    except OSError as error:
+        raise BuildError([f"{error.filename or out_dir}: cannot write: {_reason(error)}"], "the preview may be partly updated.") from None
+    return WriteSummary(written, len(targets) - written, len(gone), (), _pages(targets))
+
+
 def write_site(out_dir: Path, files: dict[str, bytes] | list[tuple[str, bytes]], fingerprint: str = "") -> WriteSummary:
     """Replace the site in out_dir with these files, recording the inputs' fingerprint and each
     file's digest in its marker (see the module docstring and OutputFolder.write)."""

@@ -574,3 +574,22 @@ def test_a_write_killed_at_any_step_leaves_a_whole_site_and_the_next_one_recover
     assert (summary.written, summary.unchanged, summary.removed) == ((2, 3, 0) if shows == "old" else (0, 5, 0))
     assert snapshot(out) == {**tree_of(NEW), **foreign}
     assert beside(out) == [".site.gpumem-lock", ".site.gpumem-old", "site"]
+
+
+def test_the_preview_writer_replaces_files_where_they_stand(tmp_path):
+    """write_in_place (the preview's own folder): changed files only, stale ones and the folders they
+    leave empty removed, and a marker a later check reads as the folder's."""
+    out = tmp_path / "site"
+    out.mkdir()
+    first = write.write_in_place(out, {"index.html": b"home", "es/index.html": b"hola", "en/a/index.html": b"a"}, "one")
+    assert (first.written, first.unchanged, first.removed) == (3, 0, 0)
+    home = (out / "index.html").stat().st_ino
+    second = write.write_in_place(out, {"index.html": b"home", "es/index.html": b"hola!"}, "two")
+    assert (second.written, second.unchanged, second.removed) == (1, 1, 1)
+    assert (out / "index.html").stat().st_ino == home  # unchanged: not written again
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [".gpumem-site", "es", "es/index.html", "index.html"]
+    assert (out / "es/index.html").read_bytes() == b"hola!"
+    assert up_to_date(out, "two") == write.WriteSummary(0, 2, 0, (), 2)
+    (out / "index.html").write_bytes(b"changed by hand")
+    third = write.write_in_place(out, {"index.html": b"home", "es/index.html": b"hola!"}, "two")
+    assert (third.written, (out / "index.html").read_bytes()) == (1, b"home")
