@@ -12,6 +12,7 @@ import pytest
 
 from gpumem import build as pipeline
 from gpumem import fingerprint as digests
+from gpumem import render_site as rendering
 from gpumem.build import build, project_options
 from gpumem.errors import BuildError
 from gpumem.fingerprint import fingerprint, unchanged
@@ -38,14 +39,14 @@ def rendered_pages(monkeypatch) -> list[str]:
     """The outputs of the pages the next builds render (the site's own files, the language choice, the 404 pages and the
     sitemap, are rendered apart, when their keys change)."""
     seen: list[str] = []
-    render_pages = pipeline.render_pages
+    render_pages = rendering.render_pages
 
     def spying(pages, render):  # noqa: ANN001, ANN202
         pages = tuple(pages)
         seen.extend(page.output for page in pages)
         return render_pages(pages, render)
 
-    monkeypatch.setattr(pipeline, "render_pages", spying)
+    monkeypatch.setattr(rendering, "render_pages", spying)
     return seen
 
 

@@ -195,3 +195,20 @@ def test_words_that_escape_are_never_placeholders():
     assert StampWords(words, False, log).date == "x"
     assert log == {("snapshot", "taken_at"), ("snapshot", "offers")}
     assert StampWords(words, True, set()).date == "\ue000date\ue001"
+
+
+def test_a_gpu_gone_from_the_snapshot_renders_the_pages_that_offered_it(project, monkeypatch):
+    """Every B300 machine gone: its pages say it is not on offer and name the nearest GPU that is."""
+    rendered = rendered_pages(monkeypatch)
+    text = (project / f"catalogs/prices/{SNAPSHOT}").read_text()
+    kept = [line for line in text.splitlines(keepends=True) if "gpu: b300," not in line]
+    assert len(text.splitlines()) - len(kept) == 5
+    (project / f"catalogs/prices/{SNAPSHOT}").write_text("".join(kept))
+    build(project_options(project), now=NOW)
+    site = tree(project / "site")
+    assert "Not on offer in the snapshot of Oct 31, 2026" in site["en/gpus/b300/index.html"].decode()
+    assert {
+        f"{lang}/{gpus}/b300/index.html" for lang, gpus in (("de", "gpus"), ("en", "gpus"), ("es", "gpus"), ("fr", "gpu"), ("pt", "gpus"))
+    } <= set(rendered)
+    assert len(rendered) == 210  # every page that showed a B300 figure, as when its price changed
+    assert site == clean(project)

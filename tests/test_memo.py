@@ -12,6 +12,7 @@ import pytest
 from gpumem import build as pipeline
 from gpumem import memo
 from gpumem.build import build, project_options
+from gpumem.render import Renderer
 
 from .conftest import NOW, SNAPSHOT, edit, tree
 from .project import copy_project
@@ -109,8 +110,8 @@ def test_a_content_edit_renders_its_page_alone(project, monkeypatch):
     """The site's own files (language choice, 404 pages, sitemap, robots.txt) have keys too; the
     snapshot's stamp is rendered once per language (templates/_stamp.html), for every page to take."""
     templates: list[str] = []
-    render = pipeline.Renderer.render
-    monkeypatch.setattr(pipeline.Renderer, "render", lambda self, name, context: templates.append(name) or render(self, name, context))
+    render = Renderer.render
+    monkeypatch.setattr(Renderer, "render", lambda self, name, context: templates.append(name) or render(self, name, context))
     edit(project / "content/de/home.md", "\ntitle: ", "\ntitle: Die ")
     build(project_options(project), now=NOW)
     assert templates == ["_stamp.html"] * 5 + ["home.html"]
