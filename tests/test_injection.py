@@ -98,8 +98,8 @@ def test_hostile_names_read_back_intact(page: Page, hostile_site: str):
     assert HOSTILE["model name"] in page.locator("h1").inner_text()
     page.goto(f"{hostile_site}/en/calculator/?model=llama-3.1-8b")
     data = page.evaluate("() => JSON.parse(document.getElementById('calculator-data').textContent)")
-    assert HOSTILE["model name"] in [model["name"] for model in data["models"]]
-    assert HOSTILE["gpu name"] in [option["name"] for option in data["configurations"]]
+    name = data["gpuFields"].index("name")  # the GPUs are rows; the models' names are in the form alone
+    assert HOSTILE["gpu name"] in [row[name] for row in data["gpus"].values()]
     assert page.locator('[name="model"] option[value="llama-3.1-8b"]').inner_text() == HOSTILE["model name"]
     page.select_option('[name="model"]', "llama-3.1-8b")  # the script writes the results again
     assert page.evaluate("() => window.pwned") is None
@@ -112,7 +112,11 @@ def test_the_json_escapes_what_could_end_a_script(hostile_site: str):
     data = html.split('<script type="application/json" id="calculator-data">', 1)[1].split("</script>", 1)[0]
     assert "<" not in data and ">" not in data and "&" not in data
     assert "\u2028" not in data and "\u2029" not in data
-    assert "\\u003c/script\\u003e\\u003cscript\\u003ewindow.pwned='model name'\\u003c/script\\u003e" in data
+    assert "\\u003cimg src=x onerror=window.pwned='gpu'\\u003e" in data
+    html = urlopen(f"{hostile_site}/en/models/llama-3.1-8b/").read().decode()
+    linked = html.split('<script type="application/ld+json">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in linked and ">" not in linked and "&" not in linked
+    assert "\\u003c/script\\u003e\\u003cscript\\u003ewindow.pwned='model name'\\u003c/script\\u003e" in linked
 
 
 def test_script_json_escapes_each_character():
