@@ -25,6 +25,7 @@ from .load import (
     snapshot_name,
     snapshot_time,
 )
+from .marker import earlier_pages
 from .memo import Computed, computed_key, recall, remember
 from .options import BuildResult, Options, template_cache
 from .options import parallel_jobs as parallel_jobs  # where tests and scripts have found them
@@ -48,7 +49,7 @@ from .validate import (
     taken_at_time,
     time_text,
 )
-from .write import OutputFolder, earlier_pages, write_in_place
+from .write import OutputFolder, write_in_place
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .marker import read_regular
 from .options import MAX_FILE_BYTES, BuildResult, Options
-from .write import already_built, read_regular
+from .write import already_built
 
 CODE = Path(__file__).resolve().parent  # this package's own code, part of the fingerprint
 SKIPPED = ("__pycache__",)

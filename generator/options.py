@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .write import WriteSummary
+from .marker import WriteSummary
 
 # No input of a build comes near this; a larger file is a mistake (or /dev/zero), not a catalog.
 MAX_FILE_BYTES = 20_000_000

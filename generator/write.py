@@ -56,36 +56,51 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import hashlib
 import json
 import os
 import re
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from .errors import NOTHING_WRITTEN, SITE_KEPT, BuildError
+from .marker import (
+    BINARY,
+    CLOEXEC,
+    MARKER,
+    NOFOLLOW,
+    NONBLOCK,
+    Entry,
+    Manifest,
+    WriteSummary,
+    ancestors,
+    checked_files,
+    count_pages,
+    create,
+    error_reason,
+    holds,
+    lstat,
+    manifest_bytes,
+    matches,
+    read_manifest,
+    read_regular,
+    scan,
+)
 
 if sys.platform == "win32":  # pragma: no cover - the lock where fcntl does not exist
     import msvcrt
 else:
     import fcntl
 
-MARKER = ".gpumem-site"
 # Files a static host reads from the site's root: a folder holding only these and dotfiles may be
 # built into although it has no marker yet (a fresh gh-pages worktree, for example).
 HOST_FILES = frozenset({"CNAME", "_headers", "_redirects"})
 
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-BINARY = getattr(os, "O_BINARY", 0)
 FD_PATHS = os.rename in os.supports_dir_fd and os.open in os.supports_dir_fd
 
 MOUNT_POINT = (
@@ -96,19 +111,6 @@ MOUNT_POINT = (
 AT_FDCWD = -100
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
-
-
-@dataclass(frozen=True)
-class WriteSummary:
-    written: int
-    unchanged: int
-    removed: int
-    notes: tuple[str, ...] = ()  # what the writer did besides the build: recoveries, files it adopted
-    pages: int = 0  # the HTML files of the site
-
-
-def _pages(files: Iterable[str]) -> int:
-    return sum(1 for relative in files if relative.endswith(".html"))
 
 
 @dataclass(frozen=True)
@@ -149,25 +151,6 @@ class Places:
         return str(Path(self.label) / relative) if relative else self.label
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One entry found in a tree, as lstat saw it."""
-
-    kind: str  # "file", "dir", "link" or "other"
-    dev: int
-    ino: int
-    mode: int
-    atime_ns: int
-    mtime_ns: int
-
-
-@dataclass(frozen=True)
-class Manifest:
-    fingerprint: str
-    files: dict[str, str]  # relative path -> sha256
-    facts: dict[str, object] = field(default_factory=dict)  # about the inputs, for the build's own no-change check
-
-
 class Failed(Exception):
     """A file of the staging tree could not be made."""
 
@@ -175,14 +158,6 @@ class Failed(Exception):
         super().__init__(relative)
         self.relative = relative
         self.error = error
-
-
-def _digest(content: bytes) -> str:
-    return hashlib.sha256(content).hexdigest()
-
-
-def _reason(error: OSError) -> str:
-    return error.strerror or str(error)
 
 
 # --- the test hook -------------------------------------------------------------------------------
@@ -214,84 +189,9 @@ def _checkpoint(step: str) -> None:
 # --- paths and trees -----------------------------------------------------------------------------
 
 
-def _ancestors(paths: Iterable[str]) -> set[str]:
-    """Every folder above the given relative paths: a/b/c -> a, a/b."""
-    found: set[str] = set()
-    for path in paths:
-        parts = path.split("/")
-        found.update("/".join(parts[:index]) for index in range(1, len(parts)))
-    return found
-
-
-def _plain(relative: str) -> bool:
-    """A relative path of plain names: not absolute, no empty, '.' or '..' part, no backslash."""
-    return bool(relative) and "\\" not in relative and all(part not in ("", ".", "..") for part in relative.split("/"))
-
-
-def _lstat(path: Path) -> os.stat_result | None:
-    try:
-        return os.lstat(path)
-    except FileNotFoundError:
-        return None
-
-
 def _identity(path: Path) -> tuple[int, int] | None:
-    found = _lstat(path)
+    found = lstat(path)
     return (found.st_dev, found.st_ino) if found else None
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "dir"
-    if stat.S_ISLNK(mode):
-        return "link"
-    return "file" if stat.S_ISREG(mode) else "other"
-
-
-def _scan(tree: Path, descend: set[str]) -> dict[str, Entry]:
-    """Every entry of a tree, looking into the real sub-folders named in descend (relative paths)
-    only; a symbolic link is reported as one, never followed."""
-    found: dict[str, Entry] = {}
-    pending = [""]
-    while pending:
-        folder = pending.pop()
-        with os.scandir(tree / folder if folder else tree) as entries:
-            for item in entries:
-                relative = f"{folder}/{item.name}" if folder else item.name
-                info = item.stat(follow_symlinks=False)
-                kind = _kind(info.st_mode)
-                found[relative] = Entry(kind, info.st_dev, info.st_ino, info.st_mode, info.st_atime_ns, info.st_mtime_ns)
-                if kind == "dir" and relative in descend:
-                    pending.append(relative)
-    return dict(sorted(found.items()))
-
-
-def _read_entry(path: Path, entry: Entry, size: int | None = None) -> bytes | None:
-    """The bytes of the regular file found as `entry` (not something swapped in since), or None;
-    with `size`, None as soon as the file is not that long."""
-    try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC | BINARY)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as stream:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (entry.dev, entry.ino):
-            return None
-        if size is not None and info.st_size != size:
-            return None
-        return stream.read() if size is None else stream.read(size + 1)
-
-
-def _holds(path: Path, entry: Entry, content: bytes) -> bool:
-    """Whether the regular file found as `entry` holds these bytes."""
-    return _read_entry(path, entry, len(content)) == content
-
-
-def _create(path: Path, content: bytes) -> None:
-    """A new file: never follows a symbolic link, never opens an existing name."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC | BINARY, 0o666)
-    with os.fdopen(fd, "wb") as stream:
-        stream.write(content)
 
 
 def _open_folder(tree: Path, folder: str) -> int:
@@ -396,54 +296,11 @@ def _renameat2(source: Path, destination: Path, flags: int) -> bool:
 # --- markers -------------------------------------------------------------------------------------
 
 
-def _read_manifest(tree: Path, shown: str) -> Manifest | None:
-    """A tree's marker: None when it has none; a BuildError when it cannot be trusted, since then
-    nobody can tell which files gpumem wrote."""
-    path = tree / MARKER
-    try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC | BINARY)
-    except FileNotFoundError:
-        return None
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise BuildError([f"{shown}: a symbolic link, not gpumem's marker; refusing to follow it (delete it, build again)"]) from None
-        raise BuildError([f"{shown}: cannot read gpumem's marker: {_reason(error)}"]) from None
-    with os.fdopen(fd, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BuildError([f"{shown}: not a file; gpumem's marker must be one"])
-        raw = stream.read()
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        data = None
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-        raise BuildError(
-            [f"{shown}: not a gpumem marker (JSON listing the files gpumem wrote); refusing to guess which files are gpumem's"]
-        )
-    fingerprint = data.get("fingerprint") if isinstance(data, dict) else ""
-    facts = data.get("inputs") if isinstance(data, dict) else None
-    listed = {k: v for k, v in files.items() if _plain(k) and k != MARKER}
-    return Manifest(fingerprint if isinstance(fingerprint, str) else "", listed, facts if isinstance(facts, dict) else {})
-
-
-def _manifest_bytes(files: dict[str, bytes], fingerprint: str, facts: dict[str, object] | None = None) -> bytes:
-    manifest: dict[str, object] = {
-        "about": "Built by gpumem: it removes or replaces only the files listed here; anything else in this folder is left alone.",
-        "fingerprint": fingerprint,
-        "files": {relative: _digest(content) for relative, content in sorted(files.items())},
-    }
-    if facts:
-        manifest["inputs"] = facts
-
-    return (json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n").encode()  # C encoder: 5 times as fast
-
-
 def _foreign(tree: Path, manifest: Manifest | None) -> list[str]:
     """The top-most entries of a tree that its marker does not claim (folders whole)."""
     ours = {*(manifest.files if manifest else ()), MARKER}
-    folders = _ancestors(ours)
-    found = _scan(tree, folders)
+    folders = ancestors(ours)
+    found = scan(tree, folders)
     return [
         relative
         for relative, entry in found.items()
@@ -458,7 +315,7 @@ def _rescue(source: Path, home: Path, relative: str) -> tuple[list[str], list[st
         _move(source, home, relative)
         return [relative], []
     except FileExistsError:
-        here, there = _lstat(source / relative), _lstat(home / relative)
+        here, there = lstat(source / relative), lstat(home / relative)
         if here and there and not stat.S_ISDIR(here.st_mode) and (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino):
             os.unlink(source / relative)  # a second link to the very file the site holds (one gpumem adopted)
             return [], []
@@ -495,8 +352,8 @@ def _discard(tree: Path, manifest: Manifest | None) -> bool:
     """Remove from a set-aside tree the files its marker lists, the marker, and the folders that
     leaves empty; True when the tree is gone."""
     ours = {*(manifest.files if manifest else ()), MARKER}
-    folders = _ancestors(ours)
-    found = _scan(tree, folders)
+    folders = ancestors(ours)
+    found = scan(tree, folders)
     for folder in ["", *(f for f in folders if f in found and found[f].kind == "dir")]:
         mode = os.lstat(tree / folder).st_mode if folder else os.lstat(tree).st_mode
         if mode & 0o700 != 0o700:  # a read-only folder of ours: make it ours to empty
@@ -513,7 +370,7 @@ def _discard(tree: Path, manifest: Manifest | None) -> bool:
                 os.rmdir(tree / folder)
     with contextlib.suppress(OSError):
         os.rmdir(tree)
-    return _lstat(tree) is None
+    return lstat(tree) is None
 
 
 # --- the lock ------------------------------------------------------------------------------------
@@ -546,7 +403,7 @@ def _lock(places: Places) -> int:
             raise BuildError([f"{places.lock}: a symbolic link, not gpumem's lock file; refusing to follow it (delete it)"]) from None
         raise BuildError(
             [
-                f"{places.label}: cannot create its lock file {places.lock}: {_reason(error)}; gpumem builds the new site "
+                f"{places.label}: cannot create its lock file {places.lock}: {error_reason(error)}; gpumem builds the new site "
                 "beside the output folder and swaps it in, so the folder that holds it must be writable"
             ]
         ) from None
@@ -612,7 +469,7 @@ class OutputFolder:
         try:
             places.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise BuildError([f"{places.parent}: cannot create: {_reason(error)}"]) from None
+            raise BuildError([f"{places.parent}: cannot create: {error_reason(error)}"]) from None
         self._fd = _lock(places)
         try:
             _checkpoint("locked")
@@ -644,7 +501,7 @@ class OutputFolder:
         if not os.path.isdir(root):
             return None
         try:
-            manifest = _read_manifest(root, self.places.show(MARKER))
+            manifest = read_manifest(root, self.places.show(MARKER))
         except BuildError:
             return None  # the build that follows says why
         if manifest is None or manifest.fingerprint != fingerprint:
@@ -652,14 +509,14 @@ class OutputFolder:
         if accept is not None and not accept(manifest.facts):
             return None
         try:
-            found = _scan(root, _ancestors(manifest.files))
+            found = scan(root, ancestors(manifest.files))
         except OSError:
             return None
         for relative, digest in manifest.files.items():
             entry = found.get(relative)
-            if entry is None or entry.kind != "file" or not _matches(root / relative, entry, digest):
+            if entry is None or entry.kind != "file" or not matches(root / relative, entry, digest):
                 return None
-        return self.summary(0, len(manifest.files), 0, _pages(manifest.files))
+        return self.summary(0, len(manifest.files), 0, count_pages(manifest.files))
 
     # --- writing ---
 
@@ -670,20 +527,20 @@ class OutputFolder:
         bytes changed, remove only files the previous build wrote and this one does not. The marker
         records the inputs' fingerprint and the facts about them the no-change check needs."""
         places = self.places
-        targets = _checked(files, places)
+        targets = checked_files(files, places.root)
         root = places.root
-        current = _lstat(root)
+        current = lstat(root)
         if current is not None and os.path.ismount(root):
             raise BuildError([f"{places.label}: {MOUNT_POINT}"])
         if current is not None:
             self._rescue_from_old()
-        previous = _read_manifest(root, places.show(MARKER)) if current else None
+        previous = read_manifest(root, places.show(MARKER)) if current else None
         ours = set(previous.files) if previous else set()
-        target_folders, our_folders = _ancestors(targets), _ancestors(ours)
+        target_folders, our_folders = ancestors(targets), ancestors(ours)
         try:
-            found = _scan(root, target_folders | our_folders) if current else {}
+            found = scan(root, target_folders | our_folders) if current else {}
         except OSError as error:
-            raise BuildError([f"{error.filename or places.label}: cannot read: {_reason(error)}"]) from None
+            raise BuildError([f"{error.filename or places.label}: cannot read: {error_reason(error)}"]) from None
         if current is not None and previous is None:
             visible = [r for r in found if "/" not in r and not r.startswith(".") and r not in HOST_FILES]
             if visible:
@@ -695,19 +552,19 @@ class OutputFolder:
         try:
             os.mkdir(staging)
         except OSError as error:
-            raise BuildError([f"{places.label}: cannot create {staging.name} beside it: {_reason(error)}"]) from None
+            raise BuildError([f"{places.label}: cannot create {staging.name} beside it: {error_reason(error)}"]) from None
         try:
             written = self._stage(staging, targets, found, ours | adopted, fingerprint, facts)
         except Failed as failure:
             _remove_tree(staging, ignore_errors=True)
-            raise BuildError([f"{places.show(failure.relative)}: cannot write: {_reason(failure.error)}"], kept) from None
+            raise BuildError([f"{places.show(failure.relative)}: cannot write: {error_reason(failure.error)}"], kept) from None
         if current is None:
             self._first(staging)
         else:
             self._replace(staging, moves, found, current)
         for relative in sorted(adopted):
             self.note(f"{places.show(relative)}: was not written by gpumem but holds the bytes the build writes there; adopted it")
-        return self.summary(written, len(targets) - written, removed, _pages(targets))
+        return self.summary(written, len(targets) - written, removed, count_pages(targets))
 
     def _plan(
         self, found: dict[str, Entry], targets: dict[str, bytes], ours: set[str], target_folders: set[str], our_folders: set[str]
@@ -735,7 +592,7 @@ class OutputFolder:
             elif relative in ours:
                 continue  # ours: linked if unchanged, else rewritten, or dropped
             elif relative in targets:
-                if entry.kind == "file" and _holds(places.root / relative, entry, targets[relative]):
+                if entry.kind == "file" and holds(places.root / relative, entry, targets[relative]):
                     adopted.add(relative)
                 else:
                     problems.append(
@@ -760,7 +617,7 @@ class OutputFolder:
         """Fill the staging folder: unchanged files linked, the others written, the marker last;
         the number of files written."""
         root = self.places.root
-        for folder in sorted(_ancestors(targets)):
+        for folder in sorted(ancestors(targets)):
             try:
                 os.mkdir(staging / folder)
             except OSError as error:
@@ -771,9 +628,9 @@ class OutputFolder:
             try:
                 entry = found.get(relative)
                 if entry is not None and entry.kind == "file" and relative in reusable:
-                    if _holds(root / relative, entry, content) and _reuse(root / relative, staging / relative, entry, content):
+                    if holds(root / relative, entry, content) and _reuse(root / relative, staging / relative, entry, content):
                         return False
-                _create(staging / relative, content)
+                create(staging / relative, content)
                 return True
             except OSError as error:
                 raise Failed(relative, error) from None
@@ -785,7 +642,7 @@ class OutputFolder:
             written = sum(pool.map(place, targets.items()))
         _checkpoint("staged")
         try:
-            _create(staging / MARKER, _manifest_bytes(targets, fingerprint, facts))
+            create(staging / MARKER, manifest_bytes(targets, fingerprint, facts))
         except OSError as error:
             raise Failed(MARKER, error) from None
         return written
@@ -800,7 +657,7 @@ class OutputFolder:
                 os.rename(staging, root)
         except OSError as error:
             _remove_tree(staging, ignore_errors=True)
-            raise BuildError([f"{self.places.label}: cannot put the new site in place: {_reason(error)}"]) from None
+            raise BuildError([f"{self.places.label}: cannot put the new site in place: {error_reason(error)}"]) from None
 
     def _replace(self, staging: Path, moves: list[str], found: dict[str, Entry], current: os.stat_result) -> None:
         """Journal, move in what is not ours, swap, and keep the previous tree as the old one."""
@@ -816,7 +673,7 @@ class OutputFolder:
             _write_atomically(places.journal, json.dumps(journal, indent=1).encode())
         except OSError as error:
             _remove_tree(staging, ignore_errors=True)
-            raise BuildError([f"{places.journal}: cannot write: {_reason(error)}"], SITE_KEPT) from None
+            raise BuildError([f"{places.journal}: cannot write: {error_reason(error)}"], SITE_KEPT) from None
         _checkpoint("journal")
         step = ""
         try:
@@ -829,11 +686,11 @@ class OutputFolder:
             exchanged = self._swap(staging)
         except OSError as error:
             if step:
-                problem = f"{places.show(step)}: cannot move it into the new site: {_reason(error)}"
+                problem = f"{places.show(step)}: cannot move it into the new site: {error_reason(error)}"
             elif error.errno in (errno.EBUSY, errno.EXDEV):
                 problem = f"{places.label}: {MOUNT_POINT}"
             else:
-                problem = f"{places.label}: cannot swap in the new site: {_reason(error)}"
+                problem = f"{places.label}: cannot swap in the new site: {error_reason(error)}"
             self._roll_back(staging, problem)
         self._finish(staging if exchanged else None)
 
@@ -858,7 +715,7 @@ class OutputFolder:
         """Undo a build that failed before its swap, then raise its error, saying truthfully what is left."""
         places = self.places
         try:
-            manifest = _read_manifest(staging, str(staging / MARKER))
+            manifest = read_manifest(staging, str(staging / MARKER))
             _, left = _sweep(staging, places.root, manifest)
             if left or not _discard(staging, manifest):
                 raise OSError(errno.ENOTEMPTY, "not everything could be moved back")
@@ -880,11 +737,11 @@ class OutputFolder:
                 if os.path.lexists(places.old):
                     self._clear_old()
                 os.rename(old_at, places.old)
-            moved, left = _sweep(places.old, places.root, _read_manifest(places.old, str(places.old / MARKER)))
+            moved, left = _sweep(places.old, places.root, read_manifest(places.old, str(places.old / MARKER)))
             _checkpoint(step)
             os.unlink(places.journal)
         except (OSError, BuildError) as error:
-            reason = _reason(error) if isinstance(error, OSError) else error.lines[0]
+            reason = error_reason(error) if isinstance(error, OSError) else error.lines[0]
             self.note(f"{places.label}: the new site is in place, but tidying up after it failed ({reason}); the next build finishes it")
             return
         if moved:
@@ -900,7 +757,7 @@ class OutputFolder:
         set aside (by a shell still in the old folder, say); harmless if this build then fails."""
         old = self.places.old
         if os.path.isdir(old) and not os.path.islink(old):
-            moved, _ = _sweep(old, self.places.root, _read_manifest(old, str(old / MARKER)))
+            moved, _ = _sweep(old, self.places.root, read_manifest(old, str(old / MARKER)))
             if moved:
                 where = f"from {old.name}, where they were created during the last build"
                 self.note(f"{self.places.label}: moved {', '.join(moved)} into it {where}")
@@ -909,14 +766,14 @@ class OutputFolder:
         """Remove the tree the previous build set aside: its own files; anything else moves into the site."""
         places = self.places
         old = places.old
-        found = _lstat(old)
+        found = lstat(old)
         if found is None:
             return
         if not stat.S_ISDIR(found.st_mode):
             os.unlink(old)
             return
         self._rescue_from_old()
-        manifest = _read_manifest(old, str(old / MARKER))
+        manifest = read_manifest(old, str(old / MARKER))
         if not _discard(old, manifest):
             left = _foreign(old, manifest)
             raise BuildError(
@@ -945,13 +802,13 @@ class OutputFolder:
             stagings = [name for name in stagings if name != journal["staging"]]
         for name in sorted(stagings):
             staging = places.parent / name
-            kind = _lstat(staging)
+            kind = lstat(staging)
             if kind is None:
                 continue
             if not stat.S_ISDIR(kind.st_mode):
                 os.unlink(staging)  # not a folder gpumem made (a planted link, say): removed, never followed
                 continue
-            manifest = _read_manifest(staging, str(staging / MARKER))
+            manifest = read_manifest(staging, str(staging / MARKER))
             if manifest is None:
                 _remove_tree(staging)  # no marker yet: nothing was moved in, everything is ours
             elif not _discard(staging, manifest):
@@ -975,7 +832,7 @@ class OutputFolder:
             self._finish(None, "recovering")
             self.note(f"{places.label}: a build was killed between its two renames, while the folder was missing; put the new site there")
         elif there == new:
-            manifest = _read_manifest(staging, str(staging / MARKER))
+            manifest = read_manifest(staging, str(staging / MARKER))
             if manifest is None:
                 raise BuildError(
                     [f"{places.journal}: its staging folder {staging.name} has no marker; check {places.label}, then delete both"]
@@ -993,12 +850,6 @@ class OutputFolder:
             raise BuildError([f"{places.journal}: describes a build whose folders are not there; check {places.label}, then delete it"])
 
 
-def _matches(path: Path, entry: Entry, digest: str) -> bool:
-    """Whether the regular file found as entry still has this sha256."""
-    content = _read_entry(path, entry)
-    return content is not None and _digest(content) == digest
-
-
 def _reuse(source: Path, destination: Path, entry: Entry, content: bytes) -> bool:
     """Put an unchanged file into the staging tree as a hard link (it keeps its inode and time);
     where links are refused, a copy with the same time. False when the file changed meanwhile."""
@@ -1007,7 +858,7 @@ def _reuse(source: Path, destination: Path, entry: Entry, content: bytes) -> boo
     except OSError as error:
         if error.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EACCES, errno.ENOSYS):
             raise
-        _create(destination, content)
+        create(destination, content)
         os.chmod(destination, stat.S_IMODE(entry.mode))
         os.utime(destination, ns=(entry.atime_ns, entry.mtime_ns))
         return True
@@ -1023,7 +874,7 @@ def _copy_modes(staging: Path, found: dict[str, Entry], current: os.stat_result)
     the owner (when this user may set it)."""
     for relative, entry in found.items():
         if entry.kind == "dir":
-            mine = _lstat(staging / relative)
+            mine = lstat(staging / relative)
             if mine is not None and stat.S_ISDIR(mine.st_mode) and (mine.st_dev, mine.st_ino) != (entry.dev, entry.ino):
                 if stat.S_IMODE(mine.st_mode) != stat.S_IMODE(entry.mode):
                     os.chmod(staging / relative, stat.S_IMODE(entry.mode))
@@ -1037,7 +888,7 @@ def _copy_modes(staging: Path, found: dict[str, Entry], current: os.stat_result)
 def _write_atomically(path: Path, content: bytes) -> None:
     """Write a file beside the output folder under a name of its own, then rename it into place."""
     temporary = path.with_name(f"{path.name}.{os.getpid()}-{random_part()}")
-    _create(temporary, content)
+    create(temporary, content)
     try:
         os.rename(temporary, path)
     except OSError:
@@ -1058,7 +909,7 @@ def _read_journal(places: Places) -> dict | None:
     except FileNotFoundError:
         return None
     except OSError as error:
-        raise BuildError([f"{path}: cannot read gpumem's journal: {_reason(error)}; check {places.label}, then delete it"]) from None
+        raise BuildError([f"{path}: cannot read gpumem's journal: {error_reason(error)}; check {places.label}, then delete it"]) from None
     with os.fdopen(fd, "rb") as stream:
         raw = stream.read() if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     try:
@@ -1075,66 +926,6 @@ def _read_journal(places: Places) -> dict | None:
     if not ok:
         raise BuildError([f"{path}: not a gpumem journal; check {places.label} by hand, then delete it"])
     return journal  # type: ignore[no-any-return]
-
-
-def _checked(files: dict[str, bytes] | list[tuple[str, bytes]], places: Places) -> dict[str, bytes]:
-    """The files as a dict, refusing a path given twice, one outside the folder, a path that is
-    both a file and a folder, and the marker's name."""
-    items = list(files.items()) if isinstance(files, dict) else list(files)
-    targets: dict[str, bytes] = {}
-    problems = []
-    for relative, content in items:
-        if relative in targets:
-            problems.append(f"{relative}: written twice in one build")
-        elif relative.startswith("/") or ".." in relative.split("/"):
-            problems.append(f"{relative}: refusing to write outside {places.root}")
-        elif not _plain(relative):
-            problems.append(f"{relative}: not a plain relative path; refusing to write it")
-        elif relative == MARKER:
-            problems.append(f"{relative}: the name of gpumem's own marker; refusing to write it")
-        targets[relative] = content
-    both = sorted(_ancestors(targets) & set(targets))
-    problems += [f"{relative}: written both as a file and as a folder in one build" for relative in both]
-    if problems:
-        raise BuildError(problems)
-    return targets
-
-
-def earlier_pages(out_dir: Path, keys: dict[str, str]) -> tuple[dict[str, bytes], dict[str, Any], dict[str, Any], str]:
-    """What the last build recorded of its pages in the marker's facts (`pages`: each page's record,
-    `stamps`: the stamp's words per language, `figures`: the key of its figures), and the files it wrote for pages whose recorded key
-    is this build's (see fingerprint.page_keys), read and checked against the marker's digests; a
-    file missing or changed since is simply not among them, and is rendered again."""
-    root = Path(os.path.realpath(out_dir))
-    try:
-        manifest = _read_manifest(root, str(out_dir / MARKER))
-    except BuildError:
-        return {}, {}, {}, ""
-    records = manifest.facts.get("pages") if manifest is not None else None
-    stamps = manifest.facts.get("stamps") if manifest is not None else None
-    if manifest is None or not isinstance(records, dict) or not isinstance(stamps, dict):
-        return {}, {}, {}, ""
-    kept = {}
-    for relative, key in keys.items():
-        digest, record = manifest.files.get(relative), records.get(relative)
-        if digest is None or not isinstance(record, dict) or record.get("key") != key or not _plain(relative):
-            continue
-        content = read_regular(root / relative)
-        if content is not None and _digest(content) == digest:
-            kept[relative] = content
-    figures = manifest.facts.get("figures")
-    return kept, records, stamps, figures if isinstance(figures, str) else ""
-
-
-def read_regular(path: Path, follow_links: bool = False, limit: int = -1) -> bytes | None:
-    """A regular file's bytes (at most `limit` of them); None for anything else: a device or a
-    pipe (never waited on), a missing file, and a symbolic link unless `follow_links`."""
-    try:
-        fd = os.open(path, os.O_RDONLY | (0 if follow_links else NOFOLLOW) | NONBLOCK | CLOEXEC | BINARY)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as stream:
-        return stream.read(limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
 def already_built(out_dir: Path, fingerprint: str, accept: Callable[[dict[str, object]], bool] | None = None) -> WriteSummary | None:
@@ -1166,8 +957,8 @@ def write_in_place(out_dir: Path, files: dict[str, bytes], fingerprint: str = ""
     it) instead of a whole new tree being staged and swapped in; files the last build wrote and this
     one does not go, with the folders they leave empty; the marker comes last."""
     root = Path(os.path.realpath(out_dir))
-    targets = _checked(files, Places(str(out_dir), root))
-    previous = _read_manifest(root, str(out_dir / MARKER)) if root.is_dir() else None
+    targets = checked_files(files, root)
+    previous = read_manifest(root, str(out_dir / MARKER)) if root.is_dir() else None
     recorded = previous.files if previous else {}
     written = 0
     try:
@@ -1182,18 +973,20 @@ def write_in_place(out_dir: Path, files: dict[str, bytes], fingerprint: str = ""
         for relative in gone:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(root / relative)
-        for folder in sorted(_ancestors(gone) - _ancestors(targets), key=len, reverse=True):
+        for folder in sorted(ancestors(gone) - ancestors(targets), key=len, reverse=True):
             with contextlib.suppress(OSError):
                 os.rmdir(root / folder)  # only when empty
-        _write_atomically(root / MARKER, _manifest_bytes(targets, fingerprint, facts))
+        _write_atomically(root / MARKER, manifest_bytes(targets, fingerprint, facts))
     except OSError as error:
-        raise BuildError([f"{error.filename or out_dir}: cannot write: {_reason(error)}"], "the preview may be partly updated.") from None
-    return WriteSummary(written, len(targets) - written, len(gone), (), _pages(targets))
+        raise BuildError(
+            [f"{error.filename or out_dir}: cannot write: {error_reason(error)}"], "the preview may be partly updated."
+        ) from None
+    return WriteSummary(written, len(targets) - written, len(gone), (), count_pages(targets))
 
 
 def write_site(out_dir: Path, files: dict[str, bytes] | list[tuple[str, bytes]], fingerprint: str = "") -> WriteSummary:
     """Replace the site in out_dir with these files, recording the inputs' fingerprint and each
     file's digest in its marker (see the module docstring and OutputFolder.write)."""
-    _checked(files, Places(str(out_dir), Path(os.path.realpath(out_dir))))
+    checked_files(files, Path(os.path.realpath(out_dir)))
     with OutputFolder(out_dir) as folder:
         return folder.write(files, fingerprint)

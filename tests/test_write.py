@@ -533,9 +533,9 @@ KILLS = [
 
 def tree_of(files: dict[str, bytes], fingerprint: str = "") -> dict[str, object]:
     """The snapshot of a folder holding exactly what a build of these files writes."""
-    tree: dict[str, object] = {folder: "dir" for folder in write._ancestors(files)}
+    tree: dict[str, object] = {folder: "dir" for folder in write.ancestors(files)}
     tree.update(files)
-    tree[MARKER] = write._manifest_bytes(files, fingerprint)
+    tree[MARKER] = write.manifest_bytes(files, fingerprint)
     return dict(sorted(tree.items()))
 
 
