@@ -36,7 +36,7 @@ from .read_apis import read_apis
 from .read_gpus import read_gpus
 from .records import Catalog, Gpu, Model, Rules, Site
 from .render import compile_translations
-from .render_site import Earlier, content_label, own_files, site_rendering, subjects
+from .render_site import content_label, own_files, site_rendering, subjects
 from .render_site import render_site as render_site  # where tests and scripts have found it
 from .validate import (
     Invalid,
@@ -309,7 +309,8 @@ def build(options: Options, now: datetime | None = None, report: Callable[[str],
     """
     started = time.perf_counter()
     read = read_inputs(options)  # before gathering: a file saved meanwhile makes the next build look again
-    same = None if checked else unchanged(options, now, read)
+    stamp = fingerprint(options, read)
+    same = None if checked else unchanged(options, now, stamp)
     if same is not None:
         return same
     moment, cache = now or datetime.now(UTC), template_cache(options.project)
@@ -327,14 +328,14 @@ def build(options: Options, now: datetime | None = None, report: Callable[[str],
         *((name, lang, "") for name, lang in own_files(inputs.site)),
     ]
     keys = page_keys(read, outputs)
-    earlier = None if options.force else Earlier(*earlier_pages(options.out, keys))
+    earlier = None if options.force else earlier_pages(options.out, keys)
     rendering = site_rendering(inputs, options.jobs, earlier, known, keys, key)
     facts = {**input_facts(inputs), "pages": rendering.pages, "stamps": rendering.stamps, "figures": key}
     if options.in_place:
-        summary = write_in_place(options.out, rendering.files, fingerprint(options, read), facts)
+        summary = write_in_place(options.out, rendering.files, stamp, facts)
     else:
         with OutputFolder(options.out, report) as folder:
-            summary = folder.write(rendering.files, fingerprint(options, read), facts)
+            summary = folder.write(rendering.files, stamp, facts)
     return BuildResult(summary, time.perf_counter() - started, inputs.warnings, summary.pages, rendering.rendered)
 
 

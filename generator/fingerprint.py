@@ -206,14 +206,14 @@ def _still_holds(facts: dict[str, object], now: datetime, strict: bool, warnings
     return True
 
 
-def unchanged(options: Options, now: datetime | None = None, files: dict[str, bytes] | None = None) -> BuildResult | None:
-    """The result of a build that finds its output folder already built from these inputs (`files`,
-    when the caller has read them), and whose checks of the clock still hold; None when it has to
-    build (or --force says so)."""
+def unchanged(options: Options, now: datetime | None = None, stamp: str | None = None) -> BuildResult | None:
+    """The result of a build that finds its output folder already built from these inputs (whose
+    fingerprint is `stamp`, when the caller has taken it), and whose checks of the clock still
+    hold; None when it has to build (or --force says so)."""
     if options.force:
         return None
     started = time.perf_counter()
-    stamp, moment = fingerprint(options, files), now or datetime.now(UTC)
+    stamp, moment = stamp or fingerprint(options), now or datetime.now(UTC)
     warnings: list[str] = []
     summary = already_built(options.out, stamp, lambda facts: _still_holds(facts, moment, options.strict, warnings))
     if summary is None:

@@ -213,7 +213,18 @@ def checked_files(files: dict[str, bytes] | list[tuple[str, bytes]], root: Path)
     return targets
 
 
-def earlier_pages(out_dir: Path, keys: dict[str, str]) -> tuple[dict[str, bytes], dict[str, Any], dict[str, Any], str]:
+@dataclass(frozen=True)
+class Earlier:
+    """What the last build left that this one may keep: its pages whose price-free key is this
+    build's (bytes checked against the marker), each page's record, and the stamp's words it set in."""
+
+    files: dict[str, bytes]
+    records: dict[str, Any]
+    stamps: dict[str, Any]
+    figures: str = ""  # the key of the figures it was rendered from (memo.computed_key)
+
+
+def earlier_pages(out_dir: Path, keys: dict[str, str]) -> Earlier:
     """What the last build recorded of its pages in the marker's facts (`pages`: each page's record,
     `stamps`: the stamp's words per language, `figures`: the key of its figures), and the files it wrote for pages whose recorded key
     is this build's (see fingerprint.page_keys), read and checked against the marker's digests; a
@@ -222,11 +233,11 @@ def earlier_pages(out_dir: Path, keys: dict[str, str]) -> tuple[dict[str, bytes]
     try:
         manifest = read_manifest(root, str(out_dir / MARKER))
     except BuildError:
-        return {}, {}, {}, ""
+        return Earlier({}, {}, {})
     records = manifest.facts.get("pages") if manifest is not None else None
     stamps = manifest.facts.get("stamps") if manifest is not None else None
     if manifest is None or not isinstance(records, dict) or not isinstance(stamps, dict):
-        return {}, {}, {}, ""
+        return Earlier({}, {}, {})
     kept = {}
     for relative, key in keys.items():
         digest, record = manifest.files.get(relative), records.get(relative)
@@ -236,7 +247,7 @@ def earlier_pages(out_dir: Path, keys: dict[str, str]) -> tuple[dict[str, bytes]
         if content is not None and file_digest(content) == digest:
             kept[relative] = content
     figures = manifest.facts.get("figures")
-    return kept, records, stamps, figures if isinstance(figures, str) else ""
+    return Earlier(kept, records, stamps, figures if isinstance(figures, str) else "")
 
 
 def read_regular(path: Path, follow_links: bool = False, limit: int = -1) -> bytes | None:

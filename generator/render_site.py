@@ -25,6 +25,7 @@ from .errors import BuildError
 from .figures import site_figures
 from .incremental import Read, StampWords, Values, finalize, read_paths, stamp_texts, substitutable, unstamp, watched
 from .load import snapshot_time
+from .marker import Earlier
 from .memo import Computed
 from .options import template_cache
 from .pages import KINDS, Page, breadcrumbs, plan_pages
@@ -54,17 +55,6 @@ def own_files(site: Site) -> list[tuple[str, str]]:
         *((name, "") for name in (*ROOT_PAGES, "sitemap.xml", "robots.txt")),
         *((f"{lang.code}/404.html", lang.code) for lang in site.languages),
     ]
-
-
-@dataclass(frozen=True)
-class Earlier:
-    """What the last build left that this one may keep: its pages whose price-free key is this
-    build's (bytes checked against the marker), each page's record, and the stamp's words it set in."""
-
-    files: dict[str, bytes]
-    records: dict[str, Any]
-    stamps: dict[str, Any]
-    figures: str = ""  # the key of the figures it was rendered from (memo.computed_key)
 
 
 @dataclass(frozen=True)
