@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import BuildError, Problems
 from .figures import site_figures
-from .fingerprint import clock_facts, fingerprint, page_keys, read_inputs, stale_warning, unchanged
+from .fingerprint import clock_facts, fingerprint, page_keys, read_inputs, stale_warning, unchanged, words_key
 from .load import (
     SNAPSHOT_NAME,
     ContentPage,
@@ -329,8 +329,9 @@ def build(options: Options, now: datetime | None = None, report: Callable[[str],
     ]
     keys = page_keys(read, outputs)
     earlier = None if options.force else earlier_pages(options.out, keys)
-    rendering = site_rendering(inputs, options.jobs, earlier, known, keys, key)
-    facts = {**input_facts(inputs), "pages": rendering.pages, "stamps": rendering.stamps, "figures": key}
+    words = words_key(read, key)
+    rendering = site_rendering(inputs, options.jobs, earlier, known, keys, key, words)
+    facts = {**input_facts(inputs), "pages": rendering.pages, "stamps": rendering.stamps, "figures": key, "words": words}
     if options.in_place:
         summary = write_in_place(options.out, rendering.files, stamp, facts)
     else:

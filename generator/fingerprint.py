@@ -137,6 +137,17 @@ def _snapshot(label: str) -> bool:
     return label == "snapshot" or label.startswith("catalogs/prices/")
 
 
+def words_key(files: dict[str, bytes], computed: str) -> str:
+    """A digest of all the snapshot stamp's words are rendered from (templates/_stamp.html): the
+    computed part's key (memo.computed_key: the snapshot, the strings, the code, the day) and the
+    templates. The last build's words serve while it is the same."""
+    digest = hashlib.sha256(computed.encode())
+    for label, content in files.items():
+        if label.startswith("templates/"):
+            update_digest(digest, label, content)
+    return digest.hexdigest()
+
+
 def page_keys(files: dict[str, bytes], pages: Iterable[tuple[str, str, str]]) -> dict[str, str]:
     """For each page (its output, its language, its content file's label or ""), a digest of all
     that its rendering reads but the snapshots: every input but other languages' strings, other

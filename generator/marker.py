@@ -222,13 +222,15 @@ class Earlier:
     records: dict[str, Any]
     stamps: dict[str, Any]
     figures: str = ""  # the key of the figures it was rendered from (memo.computed_key)
+    words: str = ""  # the key of the stamp's words (fingerprint.words_key)
 
 
 def earlier_pages(out_dir: Path, keys: dict[str, str]) -> Earlier:
     """What the last build recorded of its pages in the marker's facts (`pages`: each page's record,
-    `stamps`: the stamp's words per language, `figures`: the key of its figures), and the files it wrote for pages whose recorded key
-    is this build's (see fingerprint.page_keys), read and checked against the marker's digests; a
-    file missing or changed since is simply not among them, and is rendered again."""
+    `stamps`: the stamp's words per language, `figures` and `words`: the keys of its figures and of
+    those words), and the files it wrote for pages whose recorded key is this build's (see
+    fingerprint.page_keys), read and checked against the marker's digests; a file missing or
+    changed since is simply not among them, and is rendered again."""
     root = Path(os.path.realpath(out_dir))
     try:
         manifest = read_manifest(root, str(out_dir / MARKER))
@@ -246,8 +248,8 @@ def earlier_pages(out_dir: Path, keys: dict[str, str]) -> Earlier:
         content = read_regular(root / relative)
         if content is not None and file_digest(content) == digest:
             kept[relative] = content
-    figures = manifest.facts.get("figures")
-    return Earlier(kept, records, stamps, figures if isinstance(figures, str) else "")
+    figures, words = manifest.facts.get("figures"), manifest.facts.get("words")
+    return Earlier(kept, records, stamps, figures if isinstance(figures, str) else "", words if isinstance(words, str) else "")
 
 
 def read_regular(path: Path, follow_links: bool = False, limit: int = -1) -> bytes | None:

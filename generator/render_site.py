@@ -23,7 +23,7 @@ from .assets import headers, publish
 from .compute_calculator import model_query
 from .errors import BuildError
 from .figures import site_figures
-from .incremental import Read, StampWords, Values, finalize, read_paths, stamp_texts, substitutable, unstamp, watched
+from .incremental import PIECES, Read, StampWords, Values, finalize, read_paths, stamp_texts, substitutable, unstamp, watched
 from .load import snapshot_time
 from .marker import Earlier
 from .memo import Computed
@@ -79,6 +79,7 @@ def site_rendering(
     computed: Computed | None = None,
     keys: dict[str, str] | None = None,
     figures_key: str = "",
+    words_key: str = "",
 ) -> Rendering:
     """Every output file, as bytes, computed in memory before anything is written.
 
@@ -86,15 +87,17 @@ def site_rendering(
     last build recorded and every snapshot figure it read then digests as before (incremental.py);
     `computed` holds the catalog's figures and compiled strings when an earlier build made them
     (memo.py). Figures of the key the last build's were (`figures_key`) are its figures, so no
-    value a page read need be looked up again. With jobs > 1 the pages are shared among forked processes (the rendering is pure).
+    value a page read need be looked up again; nor are the stamp's words rendered again when their
+    key (`words_key`) is the last build's. With jobs > 1 the pages are shared among forked processes (the rendering is pure).
     """
     options, catalog, site = inputs.options, inputs.catalog, inputs.site
     figures = computed.figures if computed else site_figures(catalog)
     pages = plan_pages(site, subjects(catalog))
     languages = [language.code for language in site.languages]
     messages = computed.messages if computed else None
-    renderer = Renderer(options.templates, options.translations, languages, template_cache(options.project), messages)
-    assets = publish(options.static)  # pages link to the names these files are published under
+    cache = template_cache(options.project)
+    renderer = Renderer(options.templates, options.translations, languages, cache, messages)
+    assets = publish(options.static, cache)  # pages link to the names these files are published under
     links = {(page.key, page.subject, page.lang): page.url for page in pages}
     planned = frozenset(links.values())
     currency = catalog.snapshot.currency
@@ -129,7 +132,7 @@ def site_rendering(
     def stamp_of(lang: str) -> dict[str, Markup]:
         return stamp_texts(renderer.render("_stamp.html", {**common, **renderer.language_context(lang, currency)}))
 
-    texts = {lang: stamp_of(lang) for lang in languages}
+    texts = _earlier_words(earlier, words_key, languages) or {lang: stamp_of(lang) for lang in languages}
     placeholders = {lang: substitutable(words) for lang, words in texts.items()}
     values = Values(common)
     outputs = [(page.output, page.lang) for page in pages] + [(name, lang or first) for name, lang in own_files(site)]
@@ -181,6 +184,18 @@ def site_rendering(
     stamps = {lang: {piece: str(text) for piece, text in words.items()} for lang, words in texts.items()}
     count = sum(1 for output, _ in outputs if output not in kept and output.endswith(".html"))
     return Rendering({**files, **extra}, records, stamps, count)
+
+
+def _earlier_words(earlier: Earlier | None, key: str, languages: list[str]) -> dict[str, dict[str, Markup]] | None:
+    """The stamp's words the last build set in, by language, when they were rendered from what this
+    build's would be (the same key) and the marker holds them whole."""
+    if earlier is None or not key or earlier.words != key:
+        return None
+    words = {lang: earlier.stamps.get(lang) for lang in languages}
+    for pieces in words.values():
+        if not isinstance(pieces, dict) or set(pieces) != set(PIECES) or not all(isinstance(text, str) for text in pieces.values()):
+            return None
+    return {lang: {piece: Markup(text) for piece, text in pieces.items()} for lang, pieces in words.items()}
 
 
 def _unchanged_outputs(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gpumem import assets as assets_module
 from gpumem.assets import Assets, headers, minify_css, minify_js, minify_script, publish, published_name
 from gpumem.build import build, project_options
 from gpumem.errors import BuildError
@@ -84,6 +85,35 @@ def test_the_published_files_are_the_minified_ones_under_their_digests(tmp_path:
         assets.names["assets/app.js"]: b"go();\n",
         assets.names["assets/icon.svg"]: b"<svg/>\n",
     }
+
+
+def test_minified_files_are_kept_in_the_cache_folder_until_their_source_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    static, cache = tmp_path / "static", tmp_path / "cache"
+    static.mkdir()
+    cache.mkdir()
+    (static / "app.js").write_text("  // note\n  go();\n")
+    (static / "app.css").write_text("p { margin: 0 ; }\n")
+    (static / "icon.svg").write_bytes(b"<svg/>\n")
+    first = publish(static, cache)
+    kept = sorted((cache / "assets").iterdir())
+    assert sorted(path.read_bytes() for path in kept) == [b"go();\n", b"p{margin: 0}"]  # not the SVG: nothing to minify
+    # The next build (a new process: nothing remembered in memory) reads them instead of minifying.
+    assets_module._minified.cache_clear()
+    monkeypatch.setitem(assets_module.MINIFIERS, ".js", lambda text: pytest.fail("minified again"))
+    assert publish(static, cache) == first
+    # An edited file is minified anew, and what its earlier version left is removed.
+    monkeypatch.setitem(assets_module.MINIFIERS, ".js", minify_script)
+    (static / "app.js").write_text("stop();\n")
+    assert publish(static, cache).files[published_name("assets/app.js", b"stop();\n")] == b"stop();\n"
+    assert sorted(path.read_bytes() for path in (cache / "assets").iterdir()) == [b"p{margin: 0}", b"stop();\n"]
+
+
+def test_a_cache_folder_that_cannot_be_written_only_costs_the_minifying(tmp_path: Path):
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static/app.css").write_text("p { margin: 0 ; }\n")
+    (tmp_path / "cache").write_text("a file where the cache folder would be")
+    assets = publish(tmp_path / "static", tmp_path / "cache")
+    assert assets.files == {published_name("assets/app.css", b"p{margin: 0}"): b"p{margin: 0}"}
 
 
 def test_a_link_to_an_asset_takes_its_published_name_and_a_missing_one_is_an_error():

@@ -108,13 +108,21 @@ def test_force_computes_everything(project, computing):
 
 def test_a_content_edit_renders_its_page_alone(project, monkeypatch):
     """The site's own files (language choice, 404 pages, sitemap, robots.txt) have keys too; the
-    snapshot's stamp is rendered once per language (templates/_stamp.html), for every page to take."""
+    snapshot's stamp (templates/_stamp.html, once per language, for every page to take) is the last
+    build's words until what they are rendered from changes (fingerprint.words_key)."""
     templates: list[str] = []
     render = Renderer.render
     monkeypatch.setattr(Renderer, "render", lambda self, name, context: templates.append(name) or render(self, name, context))
     edit(project / "content/de/home.md", "\ntitle: ", "\ntitle: Die ")
     build(project_options(project), now=NOW)
-    assert templates == ["_stamp.html"] * 5 + ["home.html"]
+    assert templates == ["home.html"]
+    assert same_as_a_clean_build(project)
+    templates.clear()
+    edit(project / "templates/_stamp.html", "<date>{{ f.date(snapshot.taken_at) }}</date>", "<date>{{ f.date(snapshot.taken_at) }}!</date>")
+    build(project_options(project), now=NOW)
+    assert templates[:5] == ["_stamp.html"] * 5
+    assert same_as_a_clean_build(project)
+    assert "Oct 31, 2026!" in (project / "site/en/index.html").read_text()
     edit(project / "translations/de/LC_MESSAGES/messages.po", 'msgstr "Zum Inhalt springen"', 'msgstr "Zum Inhalt"')
     templates.clear()
     build(project_options(project), now=NOW)
