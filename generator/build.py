@@ -43,7 +43,8 @@ from .render import compile_translations
 from .render_site import content_label, own_files, site_rendering, subjects
 from .render_site import render_site as render_site  # where tests and scripts have found it
 from .validate import Invalid
-from .write import OutputFolder, write_in_place
+from .write import OutputFolder
+from .write_preview import write_in_place
 
 
 @dataclass(frozen=True)
