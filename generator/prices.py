@@ -22,12 +22,8 @@ from .compute_api import usd_per_million
 from .errors import BuildError, Problems
 from .figures import SiteFigures, site_figures
 from .load import parse_json, parse_yaml, snapshot_files, snapshot_name
-from .records import Catalog, Gpu, Offer, Rules
-from .render import Formats
-from .sizing import Choice, Fit
-from .validate import (
+from .read_snapshot import (
     MAX_TEXT,
-    Invalid,
     _currency,
     bounded_gpus,
     bounded_price,
@@ -38,6 +34,10 @@ from .validate import (
     taken_at_time,
     time_text,
 )
+from .records import Catalog, Gpu, Offer, Rules
+from .render import Formats
+from .sizing import Choice, Fit
+from .validate import Invalid
 
 REQUIRED = ("machine_id", "gpu", "gpus", "price_per_gpu_hour", "country")
 OPTIONAL = ("form_factor", "interconnect")
