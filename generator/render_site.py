@@ -191,11 +191,13 @@ def _earlier_words(earlier: Earlier | None, key: str, languages: list[str]) -> d
     build's would be (the same key) and the marker holds them whole."""
     if earlier is None or not key or earlier.words != key:
         return None
-    words = {lang: earlier.stamps.get(lang) for lang in languages}
-    for pieces in words.values():
+    words = {}
+    for lang in languages:
+        pieces = earlier.stamps.get(lang)
         if not isinstance(pieces, dict) or set(pieces) != set(PIECES) or not all(isinstance(text, str) for text in pieces.values()):
             return None
-    return {lang: {piece: Markup(text) for piece, text in pieces.items()} for lang, pieces in words.items()}
+        words[lang] = {piece: Markup(text) for piece, text in pieces.items()}
+    return words
 
 
 def _unchanged_outputs(
