@@ -20,7 +20,8 @@ from .compute_calculator_training import (
 from .compute_calculator_training import training_fields as training_fields
 from .compute_calculator_training import tuning as tuning
 from .compute_pages import FormatFit, format_fit
-from .records import Architecture, Catalog, Gpu, Model, WeightFormat
+from .records import Architecture, Catalog, Gpu, Model
+from .records_engines import WeightFormat
 from .sizing import Choice, Fit
 from .speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, Load, Speed, speed
 

@@ -8,7 +8,8 @@ from . import deployment, hf_config
 from .compute import Shop
 from .compute_calculator import SORTS, SPEED_DIGITS, default_gpus
 from .compute_calculator_training import machines, training_data
-from .records import Catalog, Experts, Gpu, Model, SpeedRules
+from .records import Catalog, Experts, Gpu, Model
+from .records_engines import SpeedRules
 from .sizing import Configuration
 from .speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, SECONDS_PER_HOUR
 
