@@ -34,22 +34,17 @@ from .pages import CONTENT_KEYS, ROUTE_KEYS, Page, plan_pages
 from .price_checks import read_price_checks
 from .read_apis import read_apis
 from .read_gpus import read_gpus
+from .read_models import read_models
+from .read_rules import read_rules
+from .read_site import check_front_matter, read_site
+from .read_snapshot import in_the_future, read_snapshot, taken_at_time, time_text
 from .records import Catalog, Gpu, Model, Rules, Site
 from .render import compile_translations
 from .render_site import content_label, own_files, site_rendering, subjects
 from .render_site import render_site as render_site  # where tests and scripts have found it
-from .validate import (
-    Invalid,
-    check_front_matter,
-    in_the_future,
-    read_models,
-    read_rules,
-    read_site,
-    read_snapshot,
-    taken_at_time,
-    time_text,
-)
-from .write import OutputFolder, write_in_place
+from .validate import Invalid
+from .write import OutputFolder
+from .write_preview import write_in_place
 
 
 @dataclass(frozen=True)

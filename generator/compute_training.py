@@ -94,7 +94,7 @@ def tuning_row(model: Model, method: str, micro_batch: int, catalog: Catalog, co
         at_count = [c for c in offered if c.count == gpus]
         held += [Held(c, need) for c in holding(need.total_bytes_per_gpu, at_count)]
     held.sort(key=lambda h: (h.configuration.price_per_hour, h.configuration.count, h.configuration.gpu.id))
-    assert need is not None  # gpu_counts is never empty (validate.py)
+    assert need is not None  # gpu_counts is never empty (read_rules.py)
     smallest = fewest_gpus(held)
     return TuningRow(method, micro_batch, tuple(held), smallest.need if smallest else need)
 

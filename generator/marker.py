@@ -1,8 +1,8 @@
 """The output folder's files as gpumem knows them: its marker (`.gpumem-site`: every file a build
 wrote, with its sha256, and what the build recorded of its inputs), each file read without following
 a link or waiting on a pipe, and the checks that a file still holds what the marker says. The
-writer (write.py) stages, swaps and recovers with these; the no-change check (fingerprint.py) and
-the incremental build (build.py) only read.
+writer (write.py, recovery.py) stages, swaps and recovers with these; the no-change check
+(fingerprint.py) and the incremental build (build.py) only read.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ class Options:
     strict: bool = False
     force: bool = False
     jobs: int = 1
-    in_place: bool = False  # the preview's own folder: changed files replaced where they stand (write.write_in_place)
+    in_place: bool = False  # the preview's own folder: changed files replaced where they stand (write_preview.write_in_place)
 
     @property
     def templates(self) -> Path:

@@ -10,9 +10,10 @@ from typing import Any
 
 from .errors import Problems
 from .load import LineDict
+from .read_snapshot import bounded_price
 from .records import Gpu, PriceCheck, Rules, Snapshot
 from .sizing import Market
-from .validate import Entry, Invalid, bounded_price, describe, prose, read_list_file, text, url
+from .validate import Entry, Invalid, describe, prose, read_list_file, text, url
 
 FIELDS = ("provider", "gpu", "usd_per_gpu_hour", "checked_on", "url", "note")
 # A check is priced in US dollars: it is compared only with a snapshot in the same currency.

@@ -20,10 +20,8 @@ from typing import Any
 from .build import read_catalog_files, read_stamp
 from .errors import BuildError, Problems
 from .load import parse_json, parse_yaml, snapshot_files, snapshot_name
-from .records import Gpu, Offer, Rules
-from .validate import (
+from .read_snapshot import (
     MAX_TEXT,
-    Invalid,
     _currency,
     bounded_gpus,
     bounded_price,
@@ -34,6 +32,8 @@ from .validate import (
     taken_at_time,
     time_text,
 )
+from .records import Gpu, Offer, Rules
+from .validate import Invalid
 
 REQUIRED = ("machine_id", "gpu", "gpus", "price_per_gpu_hour", "country")
 OPTIONAL = ("form_factor", "interconnect")

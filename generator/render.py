@@ -256,6 +256,7 @@ class Renderer:
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(templates_dir),
             bytecode_cache=self.compiled,
+            auto_reload=False,  # one build's environment: each template is read once, not checked again at each import
             autoescape=True,
             trim_blocks=True,
             lstrip_blocks=True,

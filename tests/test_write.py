@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpumem import write
+from gpumem import write, write_preview
 from gpumem.errors import BuildError
 from gpumem.write import MARKER, MOUNT_POINT, OutputFolder, up_to_date, write_site
 
@@ -581,15 +581,15 @@ def test_the_preview_writer_replaces_files_where_they_stand(tmp_path):
     leave empty removed, and a marker a later check reads as the folder's."""
     out = tmp_path / "site"
     out.mkdir()
-    first = write.write_in_place(out, {"index.html": b"home", "es/index.html": b"hola", "en/a/index.html": b"a"}, "one")
+    first = write_preview.write_in_place(out, {"index.html": b"home", "es/index.html": b"hola", "en/a/index.html": b"a"}, "one")
     assert (first.written, first.unchanged, first.removed) == (3, 0, 0)
     home = (out / "index.html").stat().st_ino
-    second = write.write_in_place(out, {"index.html": b"home", "es/index.html": b"hola!"}, "two")
+    second = write_preview.write_in_place(out, {"index.html": b"home", "es/index.html": b"hola!"}, "two")
     assert (second.written, second.unchanged, second.removed) == (1, 1, 1)
     assert (out / "index.html").stat().st_ino == home  # unchanged: not written again
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [".gpumem-site", "es", "es/index.html", "index.html"]
     assert (out / "es/index.html").read_bytes() == b"hola!"
     assert up_to_date(out, "two") == write.WriteSummary(0, 2, 0, (), 2)
     (out / "index.html").write_bytes(b"changed by hand")
-    third = write.write_in_place(out, {"index.html": b"home", "es/index.html": b"hola!"}, "two")
+    third = write_preview.write_in_place(out, {"index.html": b"home", "es/index.html": b"hola!"}, "two")
     assert (third.written, (out / "index.html").read_bytes()) == (1, b"home")
