@@ -132,7 +132,7 @@ def prices_import(file: Path, taken_at: str | None, kind: str | None, catalogs: 
 @click.option("--catalogs", type=PATH, help="Catalogs folder with models.yaml, gpus.yaml and rules.yaml.")
 def prices_diff(old: Path, new: Path, catalogs: Path | None) -> None:
     """Print what changes between two snapshots: lowest prices, GPUs on offer, guide-table cells."""
-    from .prices import diff
+    from .prices_diff import diff
 
     click.echo(diff(old, new, options_from(catalogs, None, None, False).catalogs))
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .records import ApiPageRules, ApiPrice, Catalog, Model, WeightFormat
+from .records import ApiPageRules, ApiPrice, Catalog, Model
+from .records_engines import WeightFormat
 from .sizing import Configuration, Fit, deployment_fits
 from .speed import MILLION, SECONDS_PER_HOUR, Load, Speed, speed
 

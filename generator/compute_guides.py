@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from . import memory, sizing
 from .compute import Cell, Need, OnOffer, Row, Shop, Table, comfort_gb, fits, plain_kv_bytes_per_token
-from .records import Catalog, Gpu, Model, SizeClass, WeightFormat
+from .records import Catalog, Gpu, Model, SizeClass
+from .records_engines import WeightFormat
 from .sizing import Choice, Configuration
 
 

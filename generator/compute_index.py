@@ -10,7 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .compute_pages import ModelPage
-from .records import Catalog, Gpu, Model, WeightFormat
+from .records import Catalog, Gpu, Model
+from .records_engines import WeightFormat
 from .sizing import Fit, Market
 
 

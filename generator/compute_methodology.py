@@ -9,7 +9,8 @@ from typing import Any
 
 from .deployment import GIB
 from .measured import BOUNDS, Row, Summary
-from .records import Catalog, Gpu, KvFormat, Rules, WeightFormat
+from .records import Catalog, Gpu, Rules
+from .records_engines import KvFormat, WeightFormat
 
 # A web address ends before a space, a closing parenthesis, or a trailing full stop, comma or semicolon.
 URL = re.compile(r"https?://[^\s)]+[^\s).,;:]")

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from . import deployment, memory, sizing
 from .compute import Need, OnOffer, Shop, comfort_gb, plain_kv_bytes_per_token
 from .deployment import Deployment
-from .records import Catalog, Gpu, KvFormat, Model, WeightFormat
+from .records import Catalog, Gpu, Model
+from .records_engines import KvFormat, WeightFormat
 from .sizing import Choice, Fit, Market, deployment_fits
 
 

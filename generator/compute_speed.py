@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .compute_pages import GpuPage, ModelPage
-from .records import Catalog, Model, SpeedPages, WeightFormat
+from .records import Catalog, Model
+from .records_engines import SpeedPages, WeightFormat
 from .sizing import Configuration, deployment_fits
 from .speed import Load, Speed, speed
 

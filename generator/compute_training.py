@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from . import training as engine
-from .records import Catalog, Model, TrainingPages, TrainingRules
+from .records import Catalog, Model
+from .records_engines import TrainingPages, TrainingRules
 from .sizing import Configuration
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .records import Architecture, DeploymentRules, KvFormat, Model, WeightFormat
+from .records import Architecture, Model
+from .records_engines import DeploymentRules, KvFormat, WeightFormat
 
 GIB = 2**30
 LOGIT_BYTES = 4  # 32-bit logits

@@ -14,7 +14,8 @@ from .build import load_catalog
 from .errors import BuildError, Problems
 from .hf_config import model_from_config
 from .load import parse_json, read_text
-from .records import Catalog, DeploymentRules, Model
+from .records import Catalog, Model
+from .records_engines import DeploymentRules
 from .sizing import Fit, deployment_fits, offered_configurations
 from .validate import Invalid
 

@@ -12,7 +12,8 @@ from .build import load_catalog
 from .compute_training import holding
 from .errors import BuildError
 from .estimate import Request, _size, model_of
-from .records import Model, TrainingDefaults
+from .records import Model
+from .records_engines import TrainingDefaults
 from .sizing import Configuration, offered_configurations
 
 # what `gpumem estimate` takes for serving only, and what it takes for training only

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from .compute import Shop
 from .compute_api import ApiGuide, api_guide
-from .compute_calculator import CalculatorPage, calculator_data, calculator_page
+from .compute_calculator import CalculatorPage, calculator_page
+from .compute_calculator_data import calculator_data
 from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
 from .compute_index import GpusIndex, ModelsIndex, gpus_index, models_index
 from .compute_methodology import Citations, MethodologyPage, citations, methodology_page

@@ -13,7 +13,8 @@ from typing import Any
 
 from . import deployment as engine
 from .hf_config import model_from_config
-from .records import DeploymentRules, KvFormat, Model
+from .records import Model
+from .records_engines import DeploymentRules, KvFormat
 
 UNITS = {"GiB": 2**30, "MiB": 2**20, "bytes": 1}
 # Issue 10's bounds: weights, KV bytes per token per GPU, and weights + runtime.

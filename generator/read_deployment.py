@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .deployment import GIB
-from .records import DeploymentRules, KvFormat, WeightFormat
+from .records_engines import DeploymentRules, KvFormat, WeightFormat
 from .validate import Entry, at_most, citation, fraction, one_of, positive_int, positive_number, slug, text
 
 SCOPES = ("all", "linear", "experts")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
-from .records import Efficiency, SpeedCalibration, SpeedCheck, SpeedPages, SpeedRules
+from .records_engines import Efficiency, SpeedCalibration, SpeedCheck, SpeedPages, SpeedRules
 from .validate import Entry, Invalid, at_most, citation, describe, fraction, one_of, positive_int, positive_number, text_list
 
 RUNTIMES = ("vllm", "llama.cpp")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .read_deployment import _formats
-from .records import TrainingDefaults, TrainingOptimizer, TrainingPages, TrainingPrecision, TrainingRules, TrainingRun
+from .records_engines import TrainingDefaults, TrainingOptimizer, TrainingPages, TrainingPrecision, TrainingRules, TrainingRun
 from .training import CHECKPOINTING, METHODS, TARGETS
 from .validate import (
     Entry,

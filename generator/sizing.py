@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from . import deployment
 from .deployment import Deployment
-from .records import DeploymentRules, Gpu, KvFormat, Model, Offer, WeightFormat
+from .records import Gpu, Model, Offer
+from .records_engines import DeploymentRules, KvFormat, WeightFormat
 
 
 @dataclass(frozen=True)

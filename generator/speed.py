@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .deployment import expert_params, kv_cache_bytes_per_gpu, weights_bytes
-from .records import Architecture, Gpu, KvFormat, Model, SpeedRules, WeightFormat
+from .records import Architecture, Gpu, Model
+from .records_engines import KvFormat, SpeedRules, WeightFormat
 
 SECONDS_PER_HOUR = 3600
 MILLION = 1e6

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from .deployment import embedding_params, weights_bytes
-from .records import Architecture, DeploymentRules, Model, TrainingRules
+from .records import Architecture, Model
+from .records_engines import DeploymentRules, TrainingRules
 
 METHODS = ("full", "lora", "qlora")
 CHECKPOINTING = ("none", "full")

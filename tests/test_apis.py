@@ -15,7 +15,7 @@ from gpumem.build import build, load_catalog
 from gpumem.compute import Shop
 from gpumem.compute_api import api_guide
 from gpumem.errors import BuildError
-from gpumem.prices import diff
+from gpumem.prices_diff import diff
 
 from .conftest import NOW, SNAPSHOT, edit, options_for
 from .project import CATALOGS

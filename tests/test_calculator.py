@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from gpumem import compute, compute_calculator, deployment, memory
+from gpumem import compute, compute_calculator, compute_calculator_data, deployment, memory
 from gpumem.build import load_catalog
 from gpumem.hf_config import count
 from gpumem.records import Architecture, Attention, Experts, Model
@@ -83,7 +83,7 @@ def python_total(raw: dict) -> float:
 
 def usable_kv(weights: str) -> list[str]:
     runtime = DEPLOY.weight_formats[weights].runtime
-    return [k for k, f in DEPLOY.kv_formats.items() if f.runtime == runtime or k in compute_calculator.KV_ANY_RUNTIME]
+    return [k for k, f in DEPLOY.kv_formats.items() if f.runtime == runtime or k in compute_calculator_data.KV_ANY_RUNTIME]
 
 
 def gpu_choices(model: Model, weights: str) -> tuple[int, ...]:
@@ -263,7 +263,7 @@ def test_pasted_configs_count_like_python(calculator: Page):
             "latent": att.kv_lora_rank + att.qk_rope_head_dim,
             **({"rank": att.kv_lora_rank} if att.kind == "mla" else {}),  # the width MLA attends over (speed.js)
         }, path.name
-        assert a["experts"] == compute_calculator.experts_data(arch.experts), path.name
+        assert a["experts"] == compute_calculator_data.experts_data(arch.experts), path.name
 
 
 def test_pasting_a_config_fills_the_fields_and_gives_the_python_result(calculator: Page):
@@ -598,7 +598,7 @@ def test_constants_come_from_the_build_json_only():
 def test_the_page_carries_the_build_json(built_site):
     html = (built_site / "en/calculator/index.html").read_text()
     data = json.loads(re.search(r'<script type="application/json" id="calculator-data">(.*?)</script>', html, re.S).group(1))
-    assert data == json.loads(json.dumps(compute_calculator.calculator_data(CATALOG, SHOP)))
+    assert data == json.loads(json.dumps(compute_calculator_data.calculator_data(CATALOG, SHOP)))
     assert data["comfortableRequests"] == RULES.comfortable_requests
     assert "fullParts" not in data  # the old rule of thumb: the training engine has its own block
     assert len(data["models"]) == 28

@@ -12,7 +12,8 @@ import pytest
 
 from gpumem.build import build, gather, load_catalog
 from gpumem.errors import BuildError
-from gpumem.prices import diff, import_export
+from gpumem.prices import import_export
+from gpumem.prices_diff import diff
 
 from .conftest import NOW, SNAPSHOT, options_for
 from .project import REPO, published

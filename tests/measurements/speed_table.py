@@ -15,7 +15,8 @@ import yaml
 
 from gpumem.build import load_catalog
 from gpumem.hf_config import model_from_config
-from gpumem.records import Catalog, Model, SpeedRules
+from gpumem.records import Catalog, Model
+from gpumem.records_engines import SpeedRules
 from gpumem.speed import Load, speed
 
 from ..project import REPO

@@ -13,7 +13,8 @@ import yaml
 
 from gpumem.build import load_catalog
 from gpumem.hf_config import model_from_config
-from gpumem.records import DeploymentRules, Model, TrainingRules
+from gpumem.records import Model
+from gpumem.records_engines import DeploymentRules, TrainingRules
 from gpumem.training import Training, TrainingSetup, training
 
 from ..project import REPO
