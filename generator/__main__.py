@@ -1,5 +1,5 @@
 """`python -m gpumem`: the `gpumem` command."""
 
-from .entry import main
+from .entry import command
 
-main()
+command()

@@ -294,16 +294,23 @@ def _warnings(catalog: Catalog, site: Site, now: datetime) -> tuple[str, ...]:
     return (warning,) if warning else ()
 
 
-def build(options: Options, now: datetime | None = None, report: Callable[[str], None] | None = None, checked: bool = False) -> BuildResult:
+def build(
+    options: Options,
+    now: datetime | None = None,
+    report: Callable[[str], None] | None = None,
+    checked: bool = False,
+    read: dict[str, bytes] | None = None,
+) -> BuildResult:
     """Gather, compute and render everything; only then write the output folder.
 
     A folder already built from the same inputs is checked and left as it is (see fingerprint.py;
-    `checked`: the caller has just done that); otherwise it is locked from the write's start to its
-    end (a second build into it stops). `report` hears, as they happen, what the writer did besides
-    the build (recovering from a killed one).
+    `checked`: the caller has just done that, on the inputs it read, `read`); otherwise it is
+    locked from the write's start to its end (a second build into it stops). `report` hears, as
+    they happen, what the writer did besides the build (recovering from a killed one).
     """
     started = time.perf_counter()
-    read = read_inputs(options)  # before gathering: a file saved meanwhile makes the next build look again
+    if read is None:  # read before gathering: a file saved meanwhile makes the next build look again
+        read = read_inputs(options)
     stamp = fingerprint(options, read)
     same = None if checked else unchanged(options, now, stamp)
     if same is not None:

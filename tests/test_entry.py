@@ -113,6 +113,25 @@ def test_a_build_error_is_shown_as_before(tmp_path: Path):
     (tmp_path / "catalogs/gpus.yaml").write_text("gpus: [\n")
     failed = run("--project", str(REPO), "build", "--catalogs", str(tmp_path / "catalogs"), "--out", str(tmp_path / "site"))
     assert failed.returncode == 1
-    assert failed.stdout == "loaded: click jinja2 babel markdown yaml\n"
+    assert failed.stdout == "loaded: jinja2 babel markdown yaml\n"  # a plain build goes on without click
     assert failed.stderr.splitlines()[-1] == "1 problem found; nothing was written."
     assert not (tmp_path / "site").exists()
+
+
+def test_the_command_ends_with_main_s_exit_code_and_all_it_wrote(tmp_path: Path):
+    """`python -m gpumem` (entry.command) ends the process at once after main(): the exit code is
+    still main's (click's 2 for a usage error, 1 for a build error) and what it printed is all there."""
+    shutil.copytree(CATALOGS, tmp_path / "catalogs")
+    (tmp_path / "catalogs/gpus.yaml").write_text("gpus: [\n")
+
+    def gpumem(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "gpumem", "--project", str(REPO), *args], capture_output=True, text=True, timeout=120)
+
+    usage = gpumem("nosuch")
+    assert (usage.returncode, usage.stdout, usage.stderr.splitlines()[-1]) == (2, "", "Error: No such command 'nosuch'.")
+    failed = gpumem("build", "--catalogs", str(tmp_path / "catalogs"), "--out", str(tmp_path / "site"))
+    assert (failed.returncode, failed.stdout, failed.stderr.splitlines()[-1]) == (1, "", "1 problem found; nothing was written.")
+    helped = gpumem("--help")
+    assert (helped.returncode, helped.stderr) == (0, "")
+    assert helped.stdout.startswith("Usage: python -m gpumem [OPTIONS] COMMAND [ARGS]...")
+    assert helped.stdout.rstrip().endswith("serve     Preview the site on 127.0.0.1, rebuilding when a source file...")
