@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -307,7 +308,25 @@ def build(
     `checked`: the caller has just done that, on the inputs it read, `read`); otherwise it is
     locked from the write's start to its end (a second build into it stops). `report` hears, as
     they happen, what the writer did besides the build (recovering from a killed one).
+
+    The garbage collector does not run meanwhile: its passes over the catalog, the figures and the
+    pages cost a seventh of a build's time (1,597 pages: 7.9 s with them, 6.7 s without) for the
+    few cycles a build leaves, which are freed after it (the memory at its height grows from 230
+    to 373 MB then). Forked renderers inherit this, and so do not copy the parent's memory page by
+    page by collecting it.
     """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(options, now, report, checked, read)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _build(
+    options: Options, now: datetime | None, report: Callable[[str], None] | None, checked: bool, read: dict[str, bytes] | None
+) -> BuildResult:
     started = time.perf_counter()
     if read is None:  # read before gathering: a file saved meanwhile makes the next build look again
         read = read_inputs(options)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import shutil
@@ -61,6 +62,20 @@ def test_two_builds_are_byte_identical(inputs, tmp_path):
     other = options_for(inputs, out=tmp_path / "other")
     build(other, now=NOW)
     assert tree(inputs / "site") == tree(tmp_path / "other")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_garbage_collector_rests_while_a_build_runs_and_is_left_as_it_was(inputs, monkeypatch, enabled):
+    passes: list[str] = []
+    monkeypatch.setattr(gc, "callbacks", [lambda phase, info: passes.append(phase)])
+    (gc.enable if enabled else gc.disable)()
+    try:
+        gc.collect()
+        passes.clear()
+        result = build(options_for(inputs, force=True), now=NOW)
+        assert (result.rendered, passes, gc.isenabled()) == (result.pages, [], enabled)
+    finally:
+        gc.enable()
 
 
 def test_rebuild_writes_only_what_changed_and_removes_what_no_longer_belongs(inputs):
