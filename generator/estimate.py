@@ -165,10 +165,10 @@ def as_text(result: Estimate, currency: str = "USD") -> str:
     lines = [
         f"{model.name}, {result.rules.weight_formats[result.weights].label} weights, {result.rules.kv_formats[result.kv].label} KV cache, "
         f"{result.requests} request(s) of {result.context:,} tokens on {need.gpus} GPU(s):",
-        f"  weights      {_size(need.weights_bytes)} in all, {_size(need.weights_bytes_per_gpu)} per GPU",
-        f"  KV cache     {_size(need.kv_cache_bytes_per_gpu)} per GPU ({need.kv_bytes_per_token_per_gpu:,.0f} bytes per token)",
-        f"  runtime      {_size(need.runtime_bytes_per_gpu)} per GPU (vLLM's defaults on cards of 70 GiB or more)",
-        f"  total        {_size(need.total_bytes_per_gpu)} per GPU",
+        f"  weights      {size_text(need.weights_bytes)} in all, {size_text(need.weights_bytes_per_gpu)} per GPU",
+        f"  KV cache     {size_text(need.kv_cache_bytes_per_gpu)} per GPU ({need.kv_bytes_per_token_per_gpu:,.0f} bytes per token)",
+        f"  runtime      {size_text(need.runtime_bytes_per_gpu)} per GPU (vLLM's defaults on cards of 70 GiB or more)",
+        f"  total        {size_text(need.total_bytes_per_gpu)} per GPU",
         f"Tensor-parallel sizes vLLM accepts: {_listed(result.valid_gpu_counts)}",
         f"Configurations on offer that hold it (per GPU: need / {result.rules.utilization:.0%} of the card), cheapest first:",
     ]
@@ -177,14 +177,14 @@ def as_text(result: Estimate, currency: str = "USD") -> str:
         tag = "comfortable" if fit.comfortable else "tight"
         lines.append(
             f"  {config.count} x {config.gpu.name:<16} {config.price_per_hour:>8.2f} {currency}/h  "
-            f"{_size(fit.need.total_bytes_per_gpu)} of {_size(fit.budget_bytes)}  {tag}"
+            f"{size_text(fit.need.total_bytes_per_gpu)} of {size_text(fit.budget_bytes)}  {tag}"
         )
     if not result.fits:
         lines.append("  none: it needs more than one machine of the largest GPUs on offer")
     return "\n".join(lines)
 
 
-def _size(value: float) -> str:
+def size_text(value: float) -> str:
     return f"{value / GB:,.1f} GB ({value / GIB:,.1f} GiB)"
 
 

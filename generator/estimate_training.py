@@ -11,7 +11,7 @@ from . import training as engine
 from .build import load_catalog
 from .compute_training import holding
 from .errors import BuildError
-from .estimate import Request, _size, model_of
+from .estimate import Request, model_of, size_text
 from .records import Model
 from .records_engines import TrainingDefaults
 from .sizing import Configuration, offered_configurations
@@ -185,18 +185,19 @@ def as_text(result: TrainingEstimate, currency: str = "USD") -> str:
     lines = [
         f"{result.model.name}, {method}, {setup.micro_batch} x {setup.seq:,} tokens, checkpointing {setup.checkpointing}, "
         f"FlashAttention {attention}, {setup.optimizer} ({setup.precision}), {sharding}:",
-        f"  weights      {_size(need.weights_bytes_per_gpu)} per GPU",
-        f"  gradients    {_size(need.gradients_bytes_per_gpu)} per GPU ({need.trainable_params:,.0f} trainable parameters)",
-        f"  optimizer    {_size(need.optimizer_bytes_per_gpu)} per GPU{' (in CPU memory: offloaded)' if setup.offload_optimizer else ''}",
-        f"  activations  {_size(need.activations_bytes_per_gpu)} per GPU",
-        f"  runtime      {_size(need.runtime_bytes_per_gpu)} per GPU (CUDA context{', NCCL buffers' if setup.gpus > 1 else ''})",
-        f"  total        {_size(need.total_bytes_per_gpu)} per GPU",
+        f"  weights      {size_text(need.weights_bytes_per_gpu)} per GPU",
+        f"  gradients    {size_text(need.gradients_bytes_per_gpu)} per GPU ({need.trainable_params:,.0f} trainable parameters)",
+        f"  optimizer    {size_text(need.optimizer_bytes_per_gpu)} per GPU"
+        f"{' (in CPU memory: offloaded)' if setup.offload_optimizer else ''}",
+        f"  activations  {size_text(need.activations_bytes_per_gpu)} per GPU",
+        f"  runtime      {size_text(need.runtime_bytes_per_gpu)} per GPU (CUDA context{', NCCL buffers' if setup.gpus > 1 else ''})",
+        f"  total        {size_text(need.total_bytes_per_gpu)} per GPU",
         f"Configurations of {setup.gpus} GPU(s) on offer whose cards hold it, cheapest first:",
     ]
     for fit in result.fits:
         config = fit.configuration
         lines.append(
-            f"  {config.count} x {config.gpu.name:<16} {config.price_per_hour:>8.2f} {currency}/h  {_size(fit.card_bytes)} per card"
+            f"  {config.count} x {config.gpu.name:<16} {config.price_per_hour:>8.2f} {currency}/h  {size_text(fit.card_bytes)} per card"
         )
     if not result.fits:
         lines.append("  none: shard it over more GPUs (--zero 3 --gpus N), or lower --micro-batch or --seq")

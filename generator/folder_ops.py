@@ -75,7 +75,7 @@ def _directives() -> list[str]:
     return [part for part in os.environ.get("GPUMEM_WRITE_TEST", "").split(",") if part]
 
 
-def _checkpoint(step: str) -> None:
+def checkpoint(step: str) -> None:
     """Test-only: kill or pause this process at a named step (see the module docstring)."""
     for directive in _directives():
         kind, _, rest = directive.partition(":")
@@ -97,7 +97,7 @@ def _checkpoint(step: str) -> None:
 # --- paths and trees -----------------------------------------------------------------------------
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def identity_of(path: Path) -> tuple[int, int] | None:
     found = lstat(path)
     return (found.st_dev, found.st_ino) if found else None
 
@@ -132,7 +132,7 @@ def _make_folders(tree: Path, folder: str) -> None:
         done = f"{done}/{part}" if done else part
 
 
-def _move(source: Path, destination: Path, relative: str) -> None:
+def move_entry(source: Path, destination: Path, relative: str) -> None:
     """Rename source/relative to destination/relative (creating the folders above it); never
     replaces an entry and follows no symbolic link on either side."""
     folder, _, name = relative.rpartition("/")
@@ -178,14 +178,14 @@ def random_part() -> str:
     return os.urandom(4).hex()
 
 
-def _remove_tree(path: Path, ignore_errors: bool = False) -> None:
+def remove_tree(path: Path, ignore_errors: bool = False) -> None:
     """shutil.rmtree, imported when a build first removes a tree (a no-change check never does)."""
     import shutil
 
     shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
-def _renameat2(source: Path, destination: Path, flags: int) -> bool:
+def renameat2(source: Path, destination: Path, flags: int) -> bool:
     """renameat2 with flags; False when this system cannot (no such call, or the filesystem refuses
     the flag), an OSError for any other failure."""
     function = _libc_renameat2()
@@ -218,7 +218,7 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
-def _lock(places: Places) -> int:
+def lock_folder(places: Places) -> int:
     """Lock the output folder for this process, or stop at once naming the build that holds it.
 
     A symbolic link planted at the lock file's name is removed (never followed) and replaced."""
@@ -261,7 +261,7 @@ def _holder(fd: int) -> str:
     return ""
 
 
-def _unlock(fd: int) -> None:
+def unlock_folder(fd: int) -> None:
     with contextlib.suppress(OSError):
         os.ftruncate(fd, 0)
     os.close(fd)  # closing the descriptor releases the lock
@@ -270,7 +270,7 @@ def _unlock(fd: int) -> None:
 # --- files into the staging tree and beside the folder -------------------------------------------
 
 
-def _reuse(source: Path, destination: Path, entry: Entry, content: bytes) -> bool:
+def reuse_file(source: Path, destination: Path, entry: Entry, content: bytes) -> bool:
     """Put an unchanged file into the staging tree as a hard link (it keeps its inode and time);
     where links are refused, a copy with the same time. False when the file changed meanwhile."""
     try:
@@ -289,7 +289,7 @@ def _reuse(source: Path, destination: Path, entry: Entry, content: bytes) -> boo
     return False
 
 
-def _copy_modes(staging: Path, found: dict[str, Entry], current: os.stat_result) -> None:
+def copy_modes(staging: Path, found: dict[str, Entry], current: os.stat_result) -> None:
     """The new tree's folders get the permission bits of the folders they replace; its root also
     the owner (when this user may set it)."""
     for relative, entry in found.items():
@@ -305,7 +305,7 @@ def _copy_modes(staging: Path, found: dict[str, Entry], current: os.stat_result)
     os.chmod(staging, stat.S_IMODE(current.st_mode))
 
 
-def _write_atomically(path: Path, content: bytes) -> None:
+def write_atomically(path: Path, content: bytes) -> None:
     """Write a file beside the output folder under a name of its own, then rename it into place."""
     temporary = path.with_name(f"{path.name}.{os.getpid()}-{random_part()}")
     create(temporary, content)

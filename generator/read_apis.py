@@ -81,10 +81,10 @@ def _read_price(
     """One price: a provider, a catalog model, plausible prices, a date not after the snapshot, an http(s) source."""
     entry.check_keys(FIELDS)
     money = _usd_per_million(page)
-    weight_format = _known(formats, "weight format", "deployment.weight_formats of rules.yaml")
+    weight_format = known_id(formats, "weight format", "deployment.weight_formats of rules.yaml")
     fields = dict(
         provider=entry.get("provider", text),
-        model=entry.get("model", _known(model_ids, "model", "models.yaml")),
+        model=entry.get("model", known_id(model_ids, "model", "models.yaml")),
         input_usd_per_million=entry.get("input_usd_per_million", money),
         output_usd_per_million=entry.get("output_usd_per_million", money),
         date=entry.get("date", _seen_by(snapshot_day)),
@@ -98,7 +98,7 @@ def _read_price(
     return None if entry.failed else ApiPrice(**fields)
 
 
-def _known(ids: set[str], what: str, where: str) -> Callable[[Any], str]:
+def known_id(ids: set[str], what: str, where: str) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         if not isinstance(value, str) or value not in ids:
             raise Invalid(f"unknown {what} {describe(value)} (not in {where})")

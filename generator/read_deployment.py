@@ -20,8 +20,8 @@ def read_deployment(top: Entry, sources: dict[str, str]) -> DeploymentRules | No
     if section is None:
         return None
     section.check_keys(("weight_formats", "kv_formats", "runtime", "batch"))
-    weights = _formats(section, "weight_formats", _weight_format, sources)
-    kvs = _formats(section, "kv_formats", _kv_format, sources)
+    weights = named_table(section, "weight_formats", _weight_format, sources)
+    kvs = named_table(section, "kv_formats", _kv_format, sources)
     runtime, batch = section.section("runtime"), section.section("batch")
     values: dict[str, Any] = {}
     if runtime is not None:
@@ -65,7 +65,7 @@ def _slugs(value: Any) -> tuple[str, ...]:
     return tuple(slug(item) for item in value)
 
 
-def _formats(section: Entry, name: str, read: Any, sources: dict[str, str], block: str = "deployment") -> dict[str, Any] | None:
+def named_table(section: Entry, name: str, read: Any, sources: dict[str, str], block: str = "deployment") -> dict[str, Any] | None:
     """A table of named entries, each read by `read` from its own mapping with a source."""
     table = section.section(name)
     if table is None:

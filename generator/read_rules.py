@@ -16,10 +16,10 @@ from .records import Rules, SizeClass
 from .validate import (
     Entry,
     Invalid,
-    _known,
     citation,
     describe,
     fraction,
+    known_id,
     number_list,
     one_of,
     positive_int,
@@ -96,8 +96,8 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     blocks = _rule_blocks(top, sources)
     kinds: dict[str, Callable[[Any], Any]] = {
         "precision": one_of(precisions or (), "precision"),
-        "model": _known(model_ids, "model", "models.yaml"),
-        "gpu": _known(gpu_ids, "GPU", "gpus.yaml"),
+        "model": known_id(model_ids, "model", "models.yaml"),
+        "gpu": known_id(gpu_ids, "GPU", "gpus.yaml"),
         "gpus": _known_list(gpu_ids, "GPU", "gpus.yaml"),
     }
     values: dict[str, Any] = {
@@ -227,7 +227,7 @@ def _references(top: Entry, sources: dict[str, str]) -> dict[str, str] | None:
 
 def _known_list(ids: set[str] | None, what: str, where: str) -> Callable[[Any], tuple[str, ...]]:
     """A non-empty list of ids that another catalog file must declare, in the order given, without repeats."""
-    known = _known(ids, what, where)
+    known = known_id(ids, what, where)
 
     def check(value: Any) -> tuple[str, ...]:
         if not isinstance(value, list) or not value:

@@ -6,18 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .read_deployment import _formats
+from .read_deployment import named_table
 from .records_engines import TrainingDefaults, TrainingOptimizer, TrainingPages, TrainingPrecision, TrainingRules, TrainingRun
 from .training import CHECKPOINTING, METHODS, TARGETS
 from .validate import (
     Entry,
     Invalid,
-    _known,
     at_most,
     boolean,
     citation,
     describe,
     fraction,
+    known_id,
     number_list,
     one_of,
     positive_int,
@@ -51,8 +51,8 @@ def read_training(
     if section is None:
         return None
     section.check_keys(SECTIONS)
-    precisions = _formats(section, "precisions", _precision, sources, "training")
-    optimizers = _formats(section, "optimizers", _optimizer, sources, "training")
+    precisions = named_table(section, "precisions", _precision, sources, "training")
+    optimizers = named_table(section, "optimizers", _optimizer, sources, "training")
     values: dict[str, Any] = {}
     base = _block(section, "base", (*METHODS, "source"), sources)
     if base is not None:
@@ -122,7 +122,7 @@ def _pages(entry: Entry, optimizers: tuple[str, ...]) -> TrainingPages | None:
 def _run(entry: Entry, model_ids: set[str] | None) -> TrainingRun | None:
     """The guide's run: its model, its size in tokens, the FLOPs per token and parameter, the utilisation."""
     values = dict(
-        model=entry.get("model", _known(model_ids, "model", "models.yaml")),
+        model=entry.get("model", known_id(model_ids, "model", "models.yaml")),
         tokens=entry.get("tokens", at_most(positive_number, 1e15)),
         flops_per_token_per_param=entry.get("flops_per_token_per_param", small),
         mfu=entry.get("mfu", fraction),

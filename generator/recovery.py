@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import SITE_KEPT, BuildError
-from .folder_ops import Places, _checkpoint, _identity, _move, _remove_tree
+from .folder_ops import Places, checkpoint, identity_of, move_entry, remove_tree
 from .marker import BINARY, CLOEXEC, MARKER, NOFOLLOW, NONBLOCK, Manifest, ancestors, error_reason, lstat, read_manifest, scan
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def _rescue(source: Path, home: Path, relative: str) -> tuple[list[str], list[st
     """Move source/relative into home, merging into a real folder that is already there;
     (what moved, what could not)."""
     try:
-        _move(source, home, relative)
+        move_entry(source, home, relative)
         return [relative], []
     except FileExistsError:
         here, there = lstat(source / relative), lstat(home / relative)
@@ -63,7 +63,7 @@ def _rescue(source: Path, home: Path, relative: str) -> tuple[list[str], list[st
     return moved, left
 
 
-def _sweep(tree: Path, home: Path | None, manifest: Manifest | None) -> tuple[list[str], list[str]]:
+def sweep(tree: Path, home: Path | None, manifest: Manifest | None) -> tuple[list[str], list[str]]:
     """Move every entry of a set-aside tree that gpumem did not write into home, the live site."""
     moved: list[str] = []
     left: list[str] = []
@@ -90,7 +90,7 @@ def _discard(tree: Path, manifest: Manifest | None) -> bool:
     for relative, entry in found.items():
         if relative in ours and relative != MARKER and entry.kind != "dir":
             os.unlink(tree / relative)
-            _checkpoint("discarding")
+            checkpoint("discarding")
     if MARKER in found and found[MARKER].kind != "dir":  # last: a tree left by a build killed meanwhile keeps its marker
         os.unlink(tree / MARKER)
     for folder in sorted(folders, key=lambda f: f.count("/"), reverse=True):
@@ -109,7 +109,7 @@ def roll_back(places: Places, staging: Path, problem: str) -> None:
     """Undo a build that failed before its swap, then raise its error, saying truthfully what is left."""
     try:
         manifest = read_manifest(staging, str(staging / MARKER))
-        _, left = _sweep(staging, places.root, manifest)
+        _, left = sweep(staging, places.root, manifest)
         if left or not _discard(staging, manifest):
             raise OSError(errno.ENOTEMPTY, "not everything could be moved back")
         os.unlink(places.journal)
@@ -130,7 +130,7 @@ def rescue_from_old(folder: OutputFolder) -> None:
     set aside (by a shell still in the old folder, say); harmless if this build then fails."""
     old = folder.places.old
     if os.path.isdir(old) and not os.path.islink(old):
-        moved, _ = _sweep(old, folder.places.root, read_manifest(old, str(old / MARKER)))
+        moved, _ = sweep(old, folder.places.root, read_manifest(old, str(old / MARKER)))
         if moved:
             where = f"from {old.name}, where they were created during the last build"
             folder.note(f"{folder.places.label}: moved {', '.join(moved)} into it {where}")
@@ -186,7 +186,7 @@ def recover(folder: OutputFolder) -> None:
             continue
         manifest = read_manifest(staging, str(staging / MARKER))
         if manifest is None:
-            _remove_tree(staging)  # no marker yet: nothing was moved in, everything is ours
+            remove_tree(staging)  # no marker yet: nothing was moved in, everything is ours
         elif not _discard(staging, manifest):
             raise BuildError([f"{staging}: holds files gpumem did not write; move them yourself, then delete {name}"])
         folder.note(
@@ -200,7 +200,7 @@ def _resume(folder: OutputFolder, journal: dict) -> None:
     places = folder.places
     staging = places.parent / journal["staging"]
     new = (journal["device"], journal["inode"])
-    here, there = _identity(places.root), _identity(staging)
+    here, there = identity_of(places.root), identity_of(staging)
     if here == new:
         folder.finish(staging if there else None, "recovering")
         folder.note(f"{places.label}: a build was killed just after it swapped in the new site; finished it")
@@ -212,7 +212,7 @@ def _resume(folder: OutputFolder, journal: dict) -> None:
         manifest = read_manifest(staging, str(staging / MARKER))
         if manifest is None:
             raise BuildError([f"{places.journal}: its staging folder {staging.name} has no marker; check {places.label}, then delete both"])
-        moved, left = _sweep(staging, places.root, manifest)
+        moved, left = sweep(staging, places.root, manifest)
         if left or not _discard(staging, manifest):
             stuck = ", ".join(left) or "everything"
             raise BuildError(

@@ -183,7 +183,7 @@ def number_list(kind: Callable[[Any], Any]) -> Callable[[Any], tuple]:
     return check
 
 
-def _known(ids: set[str] | None, what: str, where: str) -> Callable[[Any], str]:
+def known_id(ids: set[str] | None, what: str, where: str) -> Callable[[Any], str]:
     """An id that another catalog file must declare."""
 
     def check(value: Any) -> str:

@@ -70,16 +70,16 @@ from .folder_ops import (
     RENAME_EXCHANGE,
     RENAME_NOREPLACE,
     Places,
-    _checkpoint,
-    _copy_modes,
-    _lock,
-    _move,
-    _remove_tree,
-    _renameat2,
-    _reuse,
-    _unlock,
-    _write_atomically,
+    checkpoint,
+    copy_modes,
+    lock_folder,
+    move_entry,
     random_part,
+    remove_tree,
+    renameat2,
+    reuse_file,
+    unlock_folder,
+    write_atomically,
 )
 from .marker import (
     MARKER,
@@ -97,7 +97,7 @@ from .marker import (
     read_manifest,
     scan,
 )
-from .recovery import _sweep, clear_old, recover, rescue_from_old, roll_back
+from .recovery import clear_old, recover, rescue_from_old, roll_back, sweep
 
 # Files a static host reads from the site's root: a folder holding only these and dotfiles may be
 # built into although it has no marker yet (a fresh gh-pages worktree, for example).
@@ -149,19 +149,19 @@ class OutputFolder:
             places.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise BuildError([f"{places.parent}: cannot create: {error_reason(error)}"]) from None
-        self._fd = _lock(places)
+        self._fd = lock_folder(places)
         try:
-            _checkpoint("locked")
+            checkpoint("locked")
             recover(self)
         except BaseException:
-            _unlock(self._fd)
+            unlock_folder(self._fd)
             self._fd = None
             raise
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
         if self._fd is not None:
-            _unlock(self._fd)
+            unlock_folder(self._fd)
             self._fd = None
 
     def summary(self, written: int, unchanged: int, removed: int, pages: int = 0) -> WriteSummary:
@@ -235,7 +235,7 @@ class OutputFolder:
         try:
             written = self._stage(staging, targets, found, ours | adopted, fingerprint, facts)
         except Failed as failure:
-            _remove_tree(staging, ignore_errors=True)
+            remove_tree(staging, ignore_errors=True)
             raise BuildError([f"{places.show(failure.relative)}: cannot write: {error_reason(failure.error)}"], kept) from None
         if current is None:
             self._first(staging)
@@ -307,7 +307,7 @@ class OutputFolder:
             try:
                 entry = found.get(relative)
                 if entry is not None and entry.kind == "file" and relative in reusable:
-                    if holds(root / relative, entry, content) and _reuse(root / relative, staging / relative, entry, content):
+                    if holds(root / relative, entry, content) and reuse_file(root / relative, staging / relative, entry, content):
                         return False
                 create(staging / relative, content)
                 return True
@@ -319,7 +319,7 @@ class OutputFolder:
 
         with ThreadPoolExecutor(max_workers=4) as pool:
             written = sum(pool.map(place, targets.items()))
-        _checkpoint("staged")
+        checkpoint("staged")
         try:
             create(staging / MARKER, manifest_bytes(targets, fingerprint, facts))
         except OSError as error:
@@ -330,12 +330,12 @@ class OutputFolder:
         """The first build: the staging folder becomes the output folder."""
         root = self.places.root
         try:
-            if not _renameat2(staging, root, RENAME_NOREPLACE):
+            if not renameat2(staging, root, RENAME_NOREPLACE):
                 if os.path.lexists(root):
                     raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(root))
                 os.rename(staging, root)
         except OSError as error:
-            _remove_tree(staging, ignore_errors=True)
+            remove_tree(staging, ignore_errors=True)
             raise BuildError([f"{self.places.label}: cannot put the new site in place: {error_reason(error)}"]) from None
 
     def _replace(self, staging: Path, moves: list[str], found: dict[str, Entry], current: os.stat_result) -> None:
@@ -344,24 +344,24 @@ class OutputFolder:
         try:
             clear_old(self)  # only now: a build that fails before this point leaves everything as it was
         except BaseException:
-            _remove_tree(staging, ignore_errors=True)
+            remove_tree(staging, ignore_errors=True)
             raise
         identity = os.lstat(staging)
         journal = {"staging": staging.name, "device": identity.st_dev, "inode": identity.st_ino, "moved": moves}
         try:
-            _write_atomically(places.journal, json.dumps(journal, indent=1).encode())
+            write_atomically(places.journal, json.dumps(journal, indent=1).encode())
         except OSError as error:
-            _remove_tree(staging, ignore_errors=True)
+            remove_tree(staging, ignore_errors=True)
             raise BuildError([f"{places.journal}: cannot write: {error_reason(error)}"], SITE_KEPT) from None
-        _checkpoint("journal")
+        checkpoint("journal")
         step = ""
         try:
             for relative in moves:
                 step = relative
-                _move(places.root, staging, relative)
-                _checkpoint("moving")
+                move_entry(places.root, staging, relative)
+                checkpoint("moving")
             step = ""
-            _copy_modes(staging, found, current)
+            copy_modes(staging, found, current)
             exchanged = self._swap(staging)
         except OSError as error:
             if step:
@@ -377,11 +377,11 @@ class OutputFolder:
         """Put the staging tree in the output folder's place; True when swapped in one step (the
         previous tree is then at the staging name), False after two renames (it is the old tree)."""
         root, old = self.places.root, self.places.old
-        if _renameat2(staging, root, RENAME_EXCHANGE):
-            _checkpoint("swapped")
+        if renameat2(staging, root, RENAME_EXCHANGE):
+            checkpoint("swapped")
             return True
         os.rename(root, old)
-        _checkpoint("fallback")
+        checkpoint("fallback")
         try:
             os.rename(staging, root)
         except OSError:
@@ -399,8 +399,8 @@ class OutputFolder:
                 if os.path.lexists(places.old):
                     clear_old(self)
                 os.rename(old_at, places.old)
-            moved, left = _sweep(places.old, places.root, read_manifest(places.old, str(places.old / MARKER)))
-            _checkpoint(step)
+            moved, left = sweep(places.old, places.root, read_manifest(places.old, str(places.old / MARKER)))
+            checkpoint(step)
             os.unlink(places.journal)
         except (OSError, BuildError) as error:
             reason = error_reason(error) if isinstance(error, OSError) else error.lines[0]

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from .errors import BuildError
-from .folder_ops import _write_atomically
+from .folder_ops import write_atomically
 from .marker import MARKER, WriteSummary, ancestors, checked_files, count_pages, error_reason, manifest_bytes, read_manifest, read_regular
 
 
@@ -29,7 +29,7 @@ def write_in_place(out_dir: Path, files: dict[str, bytes], fingerprint: str = ""
             if relative in recorded and read_regular(path) == content:
                 continue
             path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomically(path, content)
+            write_atomically(path, content)
             written += 1
         gone = sorted(set(recorded) - set(targets))
         for relative in gone:
@@ -38,7 +38,7 @@ def write_in_place(out_dir: Path, files: dict[str, bytes], fingerprint: str = ""
         for folder in sorted(ancestors(gone) - ancestors(targets), key=len, reverse=True):
             with contextlib.suppress(OSError):
                 os.rmdir(root / folder)  # only when empty
-        _write_atomically(root / MARKER, manifest_bytes(targets, fingerprint, facts))
+        write_atomically(root / MARKER, manifest_bytes(targets, fingerprint, facts))
     except OSError as error:
         raise BuildError(
             [f"{error.filename or out_dir}: cannot write: {error_reason(error)}"], "the preview may be partly updated."

@@ -340,7 +340,7 @@ def test_a_move_refused_by_a_read_only_folder_puts_everything_back(tmp_path, mon
     with_foreign(out)
     (out / "es/notes.txt").write_text("a note in a folder that turned read-only")
     before = snapshot(out)
-    move = write._move
+    move = write.move_entry
 
     def refused(source: Path, destination: Path, relative: str) -> None:
         # Tests run as root, whom permission bits do not stop: this is what rename(2) says to
@@ -349,7 +349,7 @@ def test_a_move_refused_by_a_read_only_folder_puts_everything_back(tmp_path, mon
             raise PermissionError(errno.EACCES, "Permission denied", str(source / relative))
         move(source, destination, relative)
 
-    monkeypatch.setattr(write, "_move", refused)
+    monkeypatch.setattr(write, "move_entry", refused)
     with pytest.raises(BuildError) as raised:
         write_site(out, NEW)
     assert raised.value.lines == [f"{out}/{first_refused}: cannot move it into the new site: Permission denied"]
@@ -411,14 +411,14 @@ def test_a_swap_refused_as_busy_puts_everything_back(tmp_path, monkeypatch):
     write_site(out, SITE)
     with_foreign(out)
     before = snapshot(out)
-    renameat2 = write._renameat2
+    renameat2 = write.renameat2
 
     def busy(source: Path, destination: Path, flags: int) -> bool:
         if flags == write.RENAME_EXCHANGE:  # what a mount point answers
             raise OSError(errno.EBUSY, "Device or resource busy", str(source))
         return renameat2(source, destination, flags)
 
-    monkeypatch.setattr(write, "_renameat2", busy)
+    monkeypatch.setattr(write, "renameat2", busy)
     with pytest.raises(BuildError) as raised:
         write_site(out, NEW)
     assert raised.value.lines == [f"{out}: {MOUNT_POINT}"]
@@ -553,7 +553,7 @@ def test_a_write_killed_at_any_step_leaves_a_whole_site_and_the_next_one_recover
 
     if step == "fallback":
         monkeypatch.setenv("GPUMEM_WRITE_TEST", "no-exchange")
-    monkeypatch.setattr(write, "_checkpoint", die)
+    monkeypatch.setattr(write, "checkpoint", die)
     with pytest.raises(Killed):
         write_site(out, NEW)
     if shows is None:
@@ -567,7 +567,7 @@ def test_a_write_killed_at_any_step_leaves_a_whole_site_and_the_next_one_recover
         )
         assert all(snapshot(tmp_path / fixed_names).get(k) == v for k, v in away.items())  # in the journaled staging folder
         assert {k: v for k, v in left.items() if k in foreign} == {k: v for k, v in foreign.items() if k not in away}
-    monkeypatch.setattr(write, "_checkpoint", lambda name: None)
+    monkeypatch.setattr(write, "checkpoint", lambda name: None)
     monkeypatch.delenv("GPUMEM_WRITE_TEST", raising=False)
     summary = write_site(out, NEW)
     assert summary.notes == ((said.format(out=out, staging=fixed_names),) if said else ())
