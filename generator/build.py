@@ -310,10 +310,10 @@ def build(
     they happen, what the writer did besides the build (recovering from a killed one).
 
     The garbage collector does not run meanwhile: its passes over the catalog, the figures and the
-    pages cost a seventh of the rendering (1,597 pages in one process: 7.6 s with them, 6.6 s without) for the
-    few cycles a build leaves, which are freed after it (the memory at its height grows from 230
-    to 373 MB then). Forked renderers inherit this, and so do not copy the parent's memory page by
-    page by collecting it.
+    pages cost a seventh of the rendering (1,597 pages in one process: 7.6 s with them, 6.6 s
+    without) for the few cycles a build leaves, which are freed after it (the memory at its height
+    grows from 230 to 373 MB for those pages). Forked renderers inherit this, and so do not copy
+    the parent's memory page by page by collecting it.
     """
     collecting = gc.isenabled()
     gc.disable()
