@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from . import js_shorten
 from .js_shorten import shorten
+from .options import keep
 
 FOLDER = "assets"
 DIGEST_LENGTH = 10  # hex digits of the file name's digest: 40 bits, no two versions of a file will meet
@@ -162,14 +163,7 @@ def _minified(suffix: str, content: bytes, cache: Path | None) -> bytes:
             return kept.read_bytes()
     result = minify(content.decode()).encode()
     if kept is not None:
-        partial = kept.with_name(f"{kept.name}.{os.getpid()}")
-        try:
-            kept.parent.mkdir(exist_ok=True)
-            partial.write_bytes(result)
-            os.replace(partial, kept)  # whole or not at all: a reader never sees part of it
-        except OSError:  # a full disk, a folder made read-only: minified again next time
-            with contextlib.suppress(OSError):
-                partial.unlink()
+        keep(kept, result)
     return result
 
 

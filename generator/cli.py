@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from .errors import BuildError
-from .options import BuildResult, Options, built_line, parallel_jobs, project_options
+from .options import Options, built_line, parallel_jobs, project_options
 from .speed import DEFAULT_OUTPUT, DEFAULT_PROMPT
 
 # The pipeline (Jinja, Babel, YAML) is imported inside the commands that need it, so a rebuild
@@ -80,14 +80,9 @@ def build_command(
     catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None, force: bool, jobs: int | None
 ) -> None:
     """Build the site; rewrite only files whose bytes change, remove only files gpumem wrote."""
-    from .fingerprint import unchanged
+    from .entry import run_build
 
-    options = options_from(catalogs, content, prices, strict, out, force=force, jobs=jobs or parallel_jobs())
-    result: BuildResult | None = unchanged(options)
-    if result is None:
-        from .build import build
-
-        result = build(options, report=say, checked=True)
+    result = run_build(options_from(catalogs, content, prices, strict, out, force=force, jobs=jobs or parallel_jobs()), say)
     warn(result.warnings)
     click.echo(built_line(result))
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .options import BuildResult, Options
 
 # `gpumem [--project DIR] build` and the build options the no-change check depends on; --force,
@@ -59,36 +61,41 @@ def main() -> None:
 
         commands()
         return
-    from .fingerprint import fingerprint, read_inputs, unchanged
+    from .errors import BuildError
     from .options import built_line, parallel_jobs, project_options
 
     project = found.pop("project", None)
     options = project_options(project, **{"jobs": parallel_jobs(), **found})  # type: ignore[arg-type]
-    read = read_inputs(options)
-    result = unchanged(options, stamp=fingerprint(options, read))
-    if result is None:  # the build itself, as `gpumem build` runs it (cli.py), on the inputs read once
-        result = _build(options, read)
+    try:  # shown as click shows a build's errors and an interrupt for the other commands
+        result = run_build(options, _say)
+    except BuildError as error:
+        _say(error.message)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        _say("Aborted!")
+        sys.exit(1)
     for warning in result.warnings:
-        print(warning, file=sys.stderr, flush=True)
+        _say(warning)
     print(built_line(result))
 
 
-def _build(options: Options, read: dict[str, bytes]) -> BuildResult:
-    """The build, with its errors, its writer's notes and an interrupt shown as click shows them
-    for the other commands: on stderr, exit code 1, no traceback."""
-    from .build import build
-    from .errors import BuildError
+def run_build(options: Options, report: Callable[[str], None]) -> BuildResult:
+    """`gpumem build`, from here and from cli.py: the no-change check, and only when it finds work
+    is the pipeline imported, the build going on from the inputs that check read and hashed. A
+    BuildError is the caller's to show; `report` hears what the writer did besides the build."""
+    from .fingerprint import fingerprint, read_inputs, unchanged
 
-    def say(note: str) -> None:
-        print(note, file=sys.stderr, flush=True)
+    read = read_inputs(options)
+    result = unchanged(options, stamp=fingerprint(options, read))
+    if result is None:
+        from .build import build
 
-    try:
-        return build(options, report=say, checked=True, read=read)
-    except BuildError as error:
-        say(error.message)
-    except KeyboardInterrupt:
-        say("Aborted!")
-    sys.exit(1)
+        result = build(options, report=report, checked=True, read=read)
+    return result
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def command() -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import pickle
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .fingerprint import dependency_versions, update_digest
+from .options import keep
 
 FILE = "computed.pickle"
 
@@ -80,11 +80,8 @@ def remember(folder: Path | None, computed: Computed) -> None:
     _held[:] = [computed]
     if folder is None:
         return
-    partial = folder / f"{FILE}.{os.getpid()}"
     try:
-        with open(partial, "wb") as stream:
-            pickle.dump(computed, stream, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(partial, folder / FILE)
-    except Exception:  # noqa: BLE001 - a full disk, a figure that cannot be pickled: nothing is kept
-        with contextlib.suppress(OSError):
-            partial.unlink()
+        content = pickle.dumps(computed, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - a figure that cannot be pickled: nothing is kept
+        return
+    keep(folder / FILE, content)
