@@ -11,10 +11,11 @@ from .compute_calculator import CalculatorPage, calculator_page
 from .compute_calculator_data import calculator_data
 from .compute_guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
 from .compute_index import GpusIndex, ModelsIndex, gpus_index, models_index
-from .compute_methodology import Citations, MethodologyPage, citations, methodology_page
+from .compute_methodology import MethodologyPage, methodology_page
 from .compute_pages import GpuPage, ModelPage, PricesPage, gpu_page, model_page, prices_page
 from .compute_speed import GpuSpeed, InferenceGuide, ModelSpeed, gpu_speed, inference_guide, model_speed
 from .compute_training import FinetuneGuide, ModelTuning, finetune_guide, model_tuning
+from .links import Citations, citations
 from .measured import Row, Summary, rows, summaries
 from .price_checks import Comparison, compare_prices
 from .records import Catalog

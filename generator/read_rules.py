@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .errors import Problems
+from .links import links_in  # the same reading of addresses as the pages' links
 from .load import LineDict
 from .read_apis import read_api_page
 from .read_deployment import read_deployment
@@ -199,8 +200,6 @@ def _facts(top: Entry, sources: dict[str, str]) -> dict[str, tuple[float, float]
 
 def _references(top: Entry, sources: dict[str, str]) -> dict[str, str] | None:
     """The names readers know the cited papers and pages by, each address cited by some source."""
-    from .compute_methodology import links_in  # the same reading of addresses as the pages' links
-
     if "references" not in top.data:
         return {}
     section = top.section("references")

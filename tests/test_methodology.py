@@ -10,7 +10,7 @@ import yaml
 from markupsafe import Markup, escape
 
 from gpumem.build import gather
-from gpumem.compute_methodology import links_in
+from gpumem.links import links_in
 from gpumem.measured import rows, summaries
 from gpumem.render import Formats
 
