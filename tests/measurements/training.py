@@ -153,9 +153,7 @@ def set_aside() -> str:
 def markdown(found: tuple[Row, ...]) -> str:
     """The docs' block: the summary line, the enforced points, then the points set aside."""
     enforced, summary = table(found).rsplit("\n\n", 1)
-    return "\n\n".join(
-        [f"- {summary}", "### Every enforced point", enforced, "### The points set aside, and why", set_aside()]
-    )
+    return "\n\n".join([f"- {summary}", "### Every enforced point", enforced, "### The points set aside, and why", set_aside()])
 
 
 if __name__ == "__main__":
