@@ -250,7 +250,10 @@ def gather(options: Options, now: datetime | None = None, known: Computed | None
     for language in site.languages if site and not known else ():
         catalog_file = options.translations / language.code / "LC_MESSAGES" / "messages.po"
         if not catalog_file.is_file():
-            problems.add_raw(f"{_label(catalog_file)}: missing: every language needs its interface strings (see README, Editing content)")
+            problems.add_raw(
+                f"{_label(catalog_file)}: missing: every language needs its interface strings "
+                "(see docs/user-guide/content.md#add-a-language)"
+            )
         else:
             check_translations(catalog_file, _label(catalog_file), language.code, problems)
     if catalog is not None and site is not None:

@@ -82,7 +82,7 @@ def speed_text(rows: tuple[SpeedRow, ...], load: Load, currency: str = "USD") ->
     """One line per configuration: decode per request, aggregate, time to first token, cost per million."""
     lines = [
         f"Speed at {load.concurrency} request(s) of {load.prompt_tokens:,} prompt and {load.output_tokens:,} output tokens "
-        "(a roofline estimate calibrated on published benchmarks, see README 'Measured speed'):"
+        "(a roofline estimate calibrated on published benchmarks, see docs/measurements/speed.md):"
     ]
     for row in rows:
         s = row.speed

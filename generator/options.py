@@ -89,7 +89,7 @@ def keep(path: Path, content: bytes) -> None:
 def parallel_jobs() -> int:
     """Rendering processes worth starting: two where fork exists and two CPUs are ours, else one.
 
-    Measured (README, Speed): two forked renderers take a 5-language build from 1.01 s to 0.58 s
+    Measured: two forked renderers take a 5-language build from 1.01 s to 0.58 s
     on 2 cores and gain nothing on 1; without fork (Windows) a spawned process would re-import
     everything and cost more than it saves.
     """

@@ -61,7 +61,7 @@ def _pages(section: Entry, sources: dict[str, str], formats: set[str], kv_format
 
 
 def _calibration(section: Entry, sources: dict[str, str]) -> SpeedCalibration | None:
-    """calibration: the engines measured, and the engine's error on decode and aggregate points (README, Measured speed)."""
+    """calibration: the engines measured, and the engine's error on decode and aggregate points (docs/measurements/speed.md)."""
     entry = section.section("calibration")
     if entry is None:
         return None

@@ -238,7 +238,7 @@ def test_parallel_and_single_process_rendering_give_the_same_bytes(inputs):
 
 
 def test_parallel_rendering_only_where_it_pays_off(monkeypatch):
-    """Two forked renderers on two free CPUs (1.35 s against 1.71 s for the whole build, README);
+    """Two forked renderers on two free CPUs (1.35 s against 1.71 s for the whole build);
     one where fork does not exist (Windows) or a single CPU is ours."""
     import os
 

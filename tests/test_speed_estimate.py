@@ -38,7 +38,7 @@ def test_every_configuration_that_holds_it_gets_a_speed_line():
     text = done.stdout
     assert "Speed at 1 request(s) of 500 prompt and 200 output tokens" in text
     holds = text.split("cheapest first:\n", 1)[1].split("\nSpeed at", 1)[0].splitlines()
-    speeds = text.split("README 'Measured speed'):\n", 1)[1].splitlines()
+    speeds = text.split("see docs/measurements/speed.md):\n", 1)[1].splitlines()
     assert len(speeds) == len(holds) > 0
     assert all("USD/M output" in line for line in speeds)
 

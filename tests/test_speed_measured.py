@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from .measurements.fit_speed import fit
-from .measurements.speed_table import BOUNDS, catalog, points, rows, table
+from .measurements.speed_table import BOUNDS, DOC, catalog, points, rows, table
 
 REQUIRED = ("id", "engine", "gpu", "gpus", "model", "model_id", "weights", "kv", "concurrency", "prompt_tokens", "output_tokens")
 
@@ -33,6 +33,10 @@ def test_every_enforced_point_is_within_its_bound(found, check):
     """Single-request decode within ±25 %, aggregate throughput within ±35 %; a known miss must still miss."""
     wrong = [row for row in found if row.check == check and row.enforced and row.within == bool(row.known_miss)]
     assert not wrong, f"{[row.point for row in wrong]} against its bound or its known_miss flag\n\n{table(found)}"
+
+
+def test_the_docs_show_the_current_table(found):
+    assert DOC.committed() == table(found), DOC.stale()
 
 
 def test_a_known_miss_says_why_and_stays_rare(found):

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from .measurements.training import BOUND, all_rows, points, set_aside, table
-from .project import REPO
+from .measurements.training import BOUND, DOC, all_rows, markdown, points, table
 
 REQUIRED_FIELDS = ("model", "arch", "method", "micro_batch", "seq", "optimizer", "gpu", "url", "quote")
 ROWS = all_rows()
@@ -44,7 +43,5 @@ def test_the_review_keeps_every_collected_point():
     assert all(len(point["not_enforced"]) > 30 for point in excluded)
 
 
-def test_readme_shows_the_current_table():
-    readme = (REPO / "README.md").read_text()
-    enforced, summary = table(ROWS).rsplit("\n\n", 1)
-    assert enforced in readme and summary in readme and set_aside() in readme
+def test_the_docs_show_the_current_tables():
+    assert DOC.committed() == markdown(ROWS), DOC.stale()

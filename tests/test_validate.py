@@ -230,7 +230,7 @@ def test_a_language_needs_its_interface_strings(root):
         (root / "content/it").mkdir(exist_ok=True)
         (root / "content/it" / page.name).write_text(page.read_text())
     assert problems(root) == [
-        f"{REPO}/translations/it/LC_MESSAGES/messages.po: missing: every language needs its interface strings (see README, Editing content)"
+        f"{REPO}/translations/it/LC_MESSAGES/messages.po: missing: every language needs its interface strings (see docs/user-guide/content.md#add-a-language)"
     ]
 
 

@@ -1,6 +1,6 @@
-"""The error table of the deployment model against the measured points, as the README shows it.
+"""The error table of the deployment model against the measured points, as docs/measurements/serving-memory.md shows it.
 
-Usage: .venv/bin/python -m tests.measurements.compare
+Usage: .venv/bin/python -m tests.measurements.compare [--write]
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from gpumem.build import load_catalog
 from gpumem.measured import BOUNDS, Row, rows, summaries
 
 from ..project import REPO
+from .generated import Generated, main
 
 MEASUREMENTS = REPO / "tests" / "fixtures" / "catalogs" / "measurements"
+DOC = Generated("serving-memory.md", "tests.measurements.compare")
 
 
 def points() -> list[dict]:
@@ -29,17 +31,17 @@ def all_rows() -> tuple[Row, ...]:
 
 
 def table(found: tuple[Row, ...]) -> str:
-    """The error table as Markdown: one line per check, then each check's summary."""
-    lines = ["| point | check | measured | engine | error | bound |", "|---|---|---|---|---|---|"]
+    """Each check's summary as a list, then the error table as Markdown, one line per check."""
+    lines = [
+        f"- {summary.check}: {summary.count} enforced points, mean |error| {summary.mean_error:.1%}, "
+        f"worst {summary.worst_error:.1%} (bound ±{summary.bound:.0%})"
+        for summary in summaries(found)
+    ]
+    lines += ["", "| point | check | measured | engine | error | bound |", "|---|---|---|---|---|---|"]
     for row in found:
         bound = f"±{BOUNDS[row.check]:.0%}" if not row.excluded else f"not enforced: {row.excluded}"
         lines.append(
             f"| {row.point} | {row.check} | {_shown(row.measured, row.check)} | {_shown(row.predicted, row.check)} | {row.error:+.1%} | {bound} |"
-        )
-    for summary in summaries(found):
-        lines.append(
-            f"\n{summary.check}: {summary.count} enforced points, mean |error| {summary.mean_error:.1%}, "
-            f"worst {summary.worst_error:.1%} (bound ±{summary.bound:.0%})"
         )
     return "\n".join(lines)
 
@@ -49,4 +51,4 @@ def _shown(value: float, check: str) -> str:
 
 
 if __name__ == "__main__":
-    print(table(all_rows()))
+    main(DOC, lambda: table(all_rows()))

@@ -1,6 +1,7 @@
-"""The speed engine against published measurements: one row per point, and the error table the README shows.
+"""The speed engine against published measurements: one row per point, and the error table
+docs/measurements/speed.md shows.
 
-Usage: .venv/bin/python -m tests.measurements.speed_table
+Usage: .venv/bin/python -m tests.measurements.speed_table [--write]
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ from gpumem.records_engines import SpeedRules
 from gpumem.speed import Load, speed
 
 from ..project import REPO
+from .generated import Generated, main
 
 HERE = Path(__file__).parent
 POINTS = HERE / "speed.yaml"
 CONFIG_FOLDERS = (REPO / "tests" / "fixtures" / "catalogs" / "measurements" / "configs", HERE / "speed_configs")
 BOUNDS = {"decode": 0.25, "aggregate": 0.35}  # issue 13; prefill and ttft are reported only
 UNITS = {"decode": "tok/s", "aggregate": "tok/s", "prefill": "tok/s", "ttft": "s"}
+CHECKS = ("decode", "aggregate", "prefill", "ttft")
+DOC = Generated("speed.md", "tests.measurements.speed_table")
 
 
 @dataclass(frozen=True)
@@ -126,8 +130,9 @@ def summary(found: tuple[Row, ...], check: str) -> str:
 
 
 def table(found: tuple[Row, ...]) -> str:
-    """The error table as Markdown, then one summary line per check."""
-    lines = ["| point | check | GPUs | measured | engine | error | bound |", "|---|---|---|---|---|---|---|"]
+    """One summary line per check as a list, then the error table as Markdown."""
+    lines = [f"- {summary(found, check)}" for check in CHECKS]
+    lines += ["", "| point | check | GPUs | measured | engine | error | bound |", "|---|---|---|---|---|---|---|"]
     for row in found:
         bound = f"not enforced: {row.excluded}" if row.excluded else (f"±{BOUNDS[row.check]:.0%}" if row.check in BOUNDS else "reported")
         if row.known_miss:
@@ -138,10 +143,8 @@ def table(found: tuple[Row, ...]) -> str:
             f"| {row.point} | {row.check} | {row.gpus} × {row.gpu} | {row.measured:,.{digits}f} {unit} "
             f"| {row.predicted:,.{digits}f} {unit} | {row.error:+.1%} | {bound} |"
         )
-    lines.append("")
-    lines.extend(summary(found, check) for check in ("decode", "aggregate", "prefill", "ttft"))
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    print(table(rows()))
+    main(DOC, lambda: table(rows()))

@@ -1,6 +1,6 @@
-"""The training engine against measured fine-tuning peaks, as the README's table shows it.
+"""The training engine against measured fine-tuning peaks, as docs/measurements/fine-tuning-memory.md shows it.
 
-Usage: .venv/bin/python -m tests.measurements.training
+Usage: .venv/bin/python -m tests.measurements.training [--write]
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ from gpumem.records_engines import DeploymentRules, TrainingRules
 from gpumem.training import Training, TrainingSetup, training
 
 from ..project import REPO
+from .generated import Generated, main
 
 HERE = REPO / "tests" / "measurements"
 BOUND = 0.15
 UNITS = {"GB": 1e9, "GiB": 2**30, "bytes": 1}
 TORCH_COUNTERS = ("allocated", "active", "reserved")  # no CUDA context, no paged optimizer states
+DOC = Generated("fine-tuning-memory.md", "tests.measurements.training")
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,11 @@ def set_aside() -> str:
     return "\n".join(lines)
 
 
+def markdown(found: tuple[Row, ...]) -> str:
+    """The docs' block: the summary line, the enforced points, then the points set aside."""
+    enforced, summary = table(found).rsplit("\n\n", 1)
+    return "\n\n".join([f"- {summary}", "### Every enforced point", enforced, "### The points set aside, and why", set_aside()])
+
+
 if __name__ == "__main__":
-    print(table(all_rows()))
-    print()
-    print(set_aside())
+    main(DOC, lambda: markdown(all_rows()))
