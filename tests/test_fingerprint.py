@@ -165,7 +165,16 @@ def test_the_code_a_library_and_python_are_in_the_fingerprint(project, monkeypat
     monkeypatch.undo()
     versions = digests.dependency_versions()
     assert versions[0] == f"python={sys.version}"
-    assert [v.partition("=")[0] for v in versions[1:]] == ["babel", "click", "jinja2", "markdown", "markupsafe", "pyyaml"]
+    assert [v.partition("=")[0] for v in versions[1:]] == [
+        "babel",
+        "click",
+        "jinja2",
+        "markdown",
+        "markupsafe",
+        "pyyaml",
+        "tdewolff_minify",
+        "watchdog",
+    ]
     monkeypatch.setattr(digests, "dependency_versions", lambda: [*versions[:-1], versions[-1] + ".post1"])
     assert fingerprint(options) != first
 
@@ -246,4 +255,6 @@ def test_the_library_versions_are_those_importlib_metadata_reads():
         "markdown",
         "markupsafe",
         "pyyaml",
+        "tdewolff_minify",
+        "watchdog",
     ]
