@@ -1,5 +1,6 @@
-"""Noticing that a source changed: the operating system's notifications (Linux inotify) where
-available, a modification-time scan elsewhere.
+"""Noticing that a source changed, through watchdog (as MkDocs' `serve` does): the operating
+system's notifications (inotify on Linux, FSEvents on macOS, ReadDirectoryChangesW on Windows),
+or a scan of the files every POLL seconds where notifications are not wanted.
 
 `Sources.wait` blocks until something under the watched folders changed (then returns True) or the
 stop event is set (False). Watching starts when the object is made, so a save made while the first
@@ -8,119 +9,100 @@ build runs is not missed.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import select
-import struct
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-# inotify(7): a file written, created, deleted or moved, in a folder or of the folder itself.
-_CHANGES = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800  # MODIFY ATTRIB CLOSE_WRITE MOVED_* CREATE DELETE*
-_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserver
+
 QUIET = 0.03  # seconds without a new event before a burst of saves counts as one change
 POLL = 0.25  # seconds between scans where there are no notifications
+# A file or folder written, created, deleted or moved; not a file opened or read, as every build does.
+CHANGES = [
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirModifiedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
 
 
-def source_stamp(folders: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
-    """Every source file's path, modification time and size, to notice any change by scanning."""
-    found = []
-    for folder in folders:
-        files = [folder] if folder.is_file() else sorted(folder.rglob("*")) if folder.is_dir() else []
-        for path in files:
-            if path.is_file():
-                stat = path.stat()
-                found.append((str(path), stat.st_mtime_ns, stat.st_size))
-    return tuple(found)
+class _Noticed(FileSystemEventHandler):
+    """Sets `changed` when an event touches a watched folder's tree or a watched single file."""
 
+    def __init__(self, folders: list[str], files: set[str], changed: threading.Event) -> None:
+        self.folders, self.files, self.changed = folders, files, changed
 
-def _inotify() -> ctypes.CDLL | None:
-    """The C library when it has inotify (Linux), else None."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.inotify_init1  # noqa: B018 - raises AttributeError where there is no inotify
-    except (OSError, AttributeError):
-        return None
-    return libc
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        paths = [os.fsdecode(event.src_path), os.fsdecode(event.dest_path)] if event.dest_path else [os.fsdecode(event.src_path)]
+        if any(self.watched(path) for path in paths):
+            self.changed.set()
+
+    def watched(self, path: str) -> bool:
+        return path in self.files or any(path == folder or path.startswith(folder + os.sep) for folder in self.folders)
 
 
 class Sources:
     """The folders (or single files) a build reads, watched for changes."""
 
     def __init__(self, paths: Iterable[Path], notifications: bool = True) -> None:
-        self.paths = [Path(p) for p in paths]
-        self.libc = _inotify() if notifications else None
-        self.fd = -1
-        self.names: dict[int, set[bytes | None]] = {}  # per watched folder: None (every entry) or names
-        if self.libc is not None:
-            self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-            if self.fd < 0:
-                self.libc = None
-        if self.libc is None:
-            self.stamp = source_stamp(self.paths)
-        else:
-            self._add_watches()
+        self.paths = [Path(p).absolute() for p in paths]
+        self.changed = threading.Event()
+        self.observer: BaseObserver = Observer() if notifications else PollingObserver(timeout=POLL)
+        folders = [str(path) for path in self.paths if not path.is_file()]
+        self.handler = _Noticed(folders, {str(path) for path in self.paths if path.is_file()}, self.changed)
+        self.scheduled: set[tuple[Path, bool]] = set()
+        self._schedule()
+        self.observer.start()
 
     @property
     def kind(self) -> str:
-        return "inotify" if self.libc is not None else "scanning"
+        """How changes are noticed: "inotify" (or the name of another system's notifications), or "scanning"."""
+        if isinstance(self.observer, PollingObserver):
+            return "scanning"
+        return type(self.observer).__name__.removesuffix("Observer").lower()
 
-    def _add_watches(self) -> None:
-        """Watch every folder under the paths; a single file through its folder, for its name only."""
-        assert self.libc is not None
+    def _schedule(self) -> None:
+        """Watch every folder (its whole tree) and, for a single file, its folder; a path that does not
+        exist yet is watched once it does (after the next change)."""
         for path in self.paths:
-            if path.is_file():
-                self._add(path.parent, os.fsencode(path.name))
-            elif path.is_dir():
-                for folder in [path, *(p for p in path.rglob("*") if p.is_dir())]:
-                    self._add(folder, None)
-
-    def _add(self, folder: Path, name: bytes | None) -> None:
-        """Watch a folder (adding one twice gives the same descriptor); name: only that entry counts."""
-        assert self.libc is not None
-        wd = self.libc.inotify_add_watch(self.fd, os.fsencode(folder), _CHANGES)
-        if wd >= 0:
-            self.names.setdefault(wd, set()).add(name)
-
-    def _drain(self) -> bool:
-        """Read the pending events; True when any was a change to a watched entry."""
-        changed = False
-        while True:
-            try:
-                data = os.read(self.fd, 65536)
-            except BlockingIOError:
-                return changed
-            offset = 0
-            while offset < len(data):
-                wd, mask, _, size = _EVENT.unpack_from(data, offset)
-                name = data[offset + _EVENT.size : offset + _EVENT.size + size].rstrip(b"\0")
-                offset += _EVENT.size + size
-                names = self.names.get(wd, {None})
-                changed = changed or bool(mask & _CHANGES) and (None in names or name in names)
+            target, recursive = (path.parent, False) if path.is_file() else (path, True)
+            if (target, recursive) in self.scheduled or not target.is_dir():
+                continue
+            self.observer.schedule(self.handler, str(target), recursive=recursive, event_filter=CHANGES)
+            self.scheduled.add((target, recursive))
 
     def wait(self, stop: threading.Event) -> bool:
         """Block until a source changed (True) or stop is set (False)."""
-        if self.libc is None:
-            return self._scan(stop)
         while not stop.is_set():
-            ready, _, _ = select.select([self.fd], [], [], 0.1)
-            if ready and self._drain():
-                while select.select([self.fd], [], [], QUIET)[0]:  # one burst of saves, one change
-                    self._drain()
-                self._add_watches()  # folders created since
-                return True
-        return False
-
-    def _scan(self, stop: threading.Event) -> bool:
-        while not stop.wait(POLL):
-            current = source_stamp(self.paths)
-            if current != self.stamp:
-                self.stamp = current
+            if self.changed.wait(0.1):
+                self.changed.clear()
+                while self.changed.wait(QUIET):  # one burst of saves, one change
+                    self.changed.clear()
+                self._schedule()
                 return True
         return False
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        self.observer.stop()
+        self.observer.join()

@@ -220,6 +220,20 @@ def test_sources_notice_writes_new_folders_moves_and_deletions(tmp_path):
             sources.close()
 
 
+def test_reading_the_sources_is_not_a_change(tmp_path):
+    """A build opens and reads every source: only writes, creations, deletions and moves count."""
+    (tmp_path / "content/en").mkdir(parents=True)
+    (tmp_path / "content/en/home.md").write_text("one")
+    for notifications in (True, False):
+        sources = Sources([tmp_path / "content"], notifications=notifications)
+        try:
+            assert (tmp_path / "content/en/home.md").read_text() == "one"
+            assert [p.name for p in (tmp_path / "content").rglob("*")] == ["en", "home.md"]
+            assert changed_within(sources, 0.6) is False
+        finally:
+            sources.close()
+
+
 def test_served_pages_carry_the_reload_script_and_the_files_do_not(tmp_path):
     (tmp_path / "en").mkdir()
     (tmp_path / "en/index.html").write_text("<!doctype html><html><body><p>hi</p></body></html>")
