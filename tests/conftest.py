@@ -1,9 +1,11 @@
-"""Shared fixtures: a copy of the project's inputs to break, and a browser on Debian's Chromium."""
+"""Shared fixtures: a copy of the project's inputs to break, and a browser on Debian's Chromium; the guard
+that fails a test reading the production catalogs/ (guard/catalog_guard.py)."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,11 +15,60 @@ from gpumem import build as pipeline
 from gpumem.build import Options
 from gpumem.serve import served
 
+from .guard.catalog_guard import Guard
+from .javascript import Scripts
 from .project import CATALOGS, REPO, fixture_options
 
 # Builds in tests pretend it is the day after the demo snapshot, so it is never stale.
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 SNAPSHOT = "2026-10-31T16-52Z.yaml"
+
+
+# Made at import, before any test or subprocess runs: every Python process of the session is watched.
+GUARD = Guard(str(REPO / "catalogs"), tempfile.mkstemp(prefix="gpumem-guard-", suffix=".log")[1])
+
+
+def production_catalogs_untouched(item: pytest.Item) -> None:
+    """Fail item if it (or a subprocess of it) read the production catalogs/ since the last look, unless it
+    checks the shipped data."""
+    touched = GUARD.take()
+    if touched and item.get_closest_marker("shipped_data") is None:
+        pytest.fail(
+            f"{item.nodeid} read the production catalogs: {named(touched)}. Tests read tests/fixtures/catalogs; "
+            "mark a test that checks the shipped data @pytest.mark.shipped_data",
+            pytrace=False,
+        )
+
+
+def named(paths: list[str], shown: int = 3) -> str:
+    """The first paths, and how many more."""
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    return ", ".join(paths[:shown]) + more
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """The test body and its fixtures' setup: a read of catalogs/ fails the test itself."""
+    yield
+    production_catalogs_untouched(item)
+
+
+@pytest.fixture(autouse=True)
+def production_catalogs_untouched_in_teardown(request: pytest.FixtureRequest) -> Iterator[None]:
+    """What the fixtures' teardown read: checked after them (autouse fixtures are torn down last)."""
+    yield
+    production_catalogs_untouched(request.node)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Test modules read nothing of catalogs/ at import either."""
+    touched = GUARD.take()
+    if touched:
+        raise pytest.UsageError(f"collecting the tests read the production catalogs: {named(touched)}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    Path(GUARD.log).unlink(missing_ok=True)
 
 
 @pytest.fixture(autouse=True)
@@ -83,18 +134,26 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def scripts(built_site: Path) -> Scripts:
+    """The calculator scripts built_site published, in QuickJS: the engines' agreement without a browser."""
+    return Scripts(built_site)
+
+
+@pytest.fixture(scope="session")
 def site_url(built_site: Path) -> Iterator[str]:
     """The built site served on 127.0.0.1 for the browser tests."""
     with served(built_site) as origin:
         yield origin
 
 
-# Modules that need Chromium, Java or subprocesses of long builds: left out of the fast part
-# (`pytest -m "not slow"`), which the daily-routine test runs in a copy of the project.
-SLOW_MODULES = {"test_quality", "test_calculator", "test_lighthouse", "test_injection", "test_browser", "test_routine", "test_serve"}
+# The slow tier (`pytest -m slow`): modules that run Java (the Nu validator), Lighthouse, `gpumem serve` or
+# `kill -9` of real builds, and every test that opens Chromium (a Playwright fixture). The fast tier
+# (`pytest -m "not slow"`) computes and builds only.
+SLOW_MODULES = {"test_quality", "test_lighthouse", "test_injection", "test_browser", "test_serve", "test_write_safety"}
+BROWSER_FIXTURES = {"page", "context", "browser", "browser_type", "launch_browser", "new_context"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.module.__name__.rpartition(".")[2] in SLOW_MODULES or "page" in getattr(item, "fixturenames", ()):
+        if item.module.__name__.rpartition(".")[2] in SLOW_MODULES or BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)

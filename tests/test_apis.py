@@ -59,6 +59,7 @@ def test_the_fixture_prices_are_read_with_their_fields():
     ]
 
 
+@pytest.mark.shipped_data
 def test_the_project_catalog_covers_enough_models_and_providers():
     """The project's apis.yaml alone, against its models.yaml: not the newest snapshot, which the daily routine replaces."""
     root = Path(__file__).resolve().parent.parent / "catalogs"

@@ -1,10 +1,12 @@
-"""Speed and cost per token in the calculator: speed.js against speed.py on shared cases, the three orders, the
-prompt and output fields, and the page without its script."""
+"""Speed and cost per token in the calculator: speed.js against speed.py on shared cases and the three orders (the
+published script in QuickJS; a smoke test in Chromium), the prompt and output fields, and the page without its script."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -12,6 +14,7 @@ from playwright.sync_api import Page, expect
 from gpumem import compute_calculator, speed
 from gpumem.render import Formats
 
+from .javascript import Scripts
 from .project import REPO, published
 from .test_calculator import CATALOG, DEPLOY, SHOP, URLS, fill, raw_state
 
@@ -96,14 +99,14 @@ def test_the_cases_cover_every_kind_of_model_format_and_link():
     assert any(case[7] % 2 for case in CASES)  # an odd output: the cache depth is rounded half to even
 
 
-def test_python_and_javascript_give_the_same_speed_and_cost(calculator: Page):
+def assert_speed_agrees(evaluate: Callable[[str, Any], Any], cases: tuple[tuple, ...]) -> None:
     """Five figures per case, the same operations in the same order: equal to the last bit for dense models;
-    to 1e-12 relative for a mixture of experts, whose touched experts take a power (V8's Math.pow and C's pow
-    may round apart; in Debian's Chromium they agree on every case here)."""
-    args = [[case_raw(m, w, k, n, b, p, o), g, n, PRICES[(g, n)]] for m, w, k, g, n, b, p, o in CASES]
-    results = calculator.evaluate(JS_SPEED, args)
+    to 1e-12 relative for a mixture of experts, whose touched experts take a power (one engine's Math.pow and
+    C's pow may round apart)."""
+    args = [[case_raw(m, w, k, n, b, p, o), g, n, PRICES[(g, n)]] for m, w, k, g, n, b, p, o in cases]
+    results = evaluate(JS_SPEED, args)
     exact = 0
-    for case, got in zip(CASES, results, strict=True):
+    for case, got in zip(cases, results, strict=True):
         assert "errors" not in got, (case, got)
         want = python_speed(*case)
         moe = CATALOG.model(case[0]).is_moe
@@ -111,7 +114,17 @@ def test_python_and_javascript_give_the_same_speed_and_cost(calculator: Page):
             value = getattr(want, py_name)
             assert got[js_name] == (pytest.approx(value, rel=1e-12, abs=0) if moe else value), (case, js_name)
             exact += got[js_name] == value
-    print(f"speed figures equal to the last bit: {exact} of {len(CASES) * len(FIGURES)}")
+    print(f"speed figures equal to the last bit: {exact} of {len(cases) * len(FIGURES)}")
+
+
+def test_python_and_javascript_give_the_same_speed_and_cost(scripts: Scripts):
+    """Every case, in the published speed.js under QuickJS."""
+    assert_speed_agrees(scripts.evaluate, CASES)
+
+
+def test_python_and_chromium_give_the_same_speed_and_cost(calculator: Page):
+    """The smoke test in the real page, in Chromium's V8: a dense, an MoE and an MLA case."""
+    assert_speed_agrees(calculator.evaluate, tuple(case for case in CASES if case[0] in ("llama-3.1-70b", "mixtral-8x7b", "deepseek-v3")))
 
 
 ORDER_CASES = (
@@ -124,9 +137,9 @@ ORDER_CASES = (
 
 
 @pytest.mark.parametrize("sort", compute_calculator.SORTS)
-def test_the_three_orders_match_python(calculator: Page, sort: str):
+def test_the_three_orders_match_python(scripts: Scripts, sort: str):
     raws = [case_raw(m, w, k, n, b, p, o, sort) for m, w, k, n, b, p, o in ORDER_CASES]
-    got = calculator.evaluate(
+    got = scripts.evaluate(
         """raws => {
             const data = JSON.parse(document.getElementById("calculator-data").textContent);
             return raws.map(raw => {

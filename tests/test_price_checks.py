@@ -115,6 +115,7 @@ def test_a_missing_or_empty_file_holds_no_check(root):
         assert load_catalog(root / "catalogs", now=NOW).price_checks == (), text
 
 
+@pytest.mark.shipped_data
 def test_the_project_catalog_holds_only_sourced_checks():
     """The original guide's B200 and L40S check names no provider and no page: it is not in the catalog."""
     data = yaml.safe_load((Path(__file__).resolve().parent.parent / CHECKS).read_text())  # not the snapshot: only the checks

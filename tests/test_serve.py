@@ -299,7 +299,8 @@ def test_an_open_page_reloads_after_a_save_and_shows_a_failed_build(inputs, page
             # the reloaded page's own clock, not expect's polling steps (100, 250, 500 ms…)
             loaded = page.evaluate("performance.timeOrigin + performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
             delays.append(loaded / 1000 - saved)
+        # Printed, not asserted (0.17 s measured on a quiet machine, 1.7 s at a load of 9: CHANGELOG.md): a test's
+        # outcome never depends on the machine's load; each reload above had WAIT seconds to come.
         print(f"reloaded {statistics.median(delays):.3f} s after a save (median of 5: {', '.join(f'{d:.3f}' for d in delays)})")
-        assert statistics.median(delays) < 3  # 0.17 s measured on a quiet machine, 1.7 s before at a load of 9 (CHANGELOG.md)
     finally:
         server.stop()

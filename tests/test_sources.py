@@ -109,6 +109,7 @@ def test_the_vram_guide_cites_llama_3_where_it_uses_llama_numbers(built_site):
     assert spanish[1] == f'Fuente: <a href="{PAPERS["llama3"]}" lang="en">The Llama 3 Herd of Models (Llama Team, Meta, 2024)</a>'
 
 
+@pytest.mark.shipped_data
 def test_content_types_no_address_that_rules_yaml_cites():
     """A paper's address lives once, in rules.yaml; content names it through a source line."""
     addresses = set().union(*(cited(text) for text in strings(yaml.safe_load((REPO / "catalogs" / "rules.yaml").read_text()))))

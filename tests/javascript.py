@@ -1,0 +1,51 @@
+"""The calculator's engines without a browser: the scripts a build published (minified, as a reader's browser gets
+them) run in QuickJS, an embedded JavaScript engine, so the fast tier compares them with the Python engines.
+
+At load time the scripts touch only `window` (they publish gpumemTraining, gpumemSpeed and gpumemCalculator on it)
+and `document.getElementById("calculator")`, which is null here, so calculator.js starts no form. The stub below
+gives them that, and the page's #calculator-data, so a test's JavaScript reads the build's JSON as it does in
+Chromium: the same snippets run in both (see evaluate). Hand-written: it is a dozen lines over the quickjs package.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import quickjs
+
+from .project import published
+
+# In the page's order (templates/calculator.html): calculator.js reads window.gpumemTraining as it loads.
+SCRIPTS = ("training.js", "speed.js", "calculator.js")
+STUB = """
+var window = globalThis;
+var document = {getElementById: function (id) { return id === "calculator-data" ? {textContent: CALCULATOR_DATA} : null; }};
+"""
+
+
+def calculator_data(site: Path) -> str:
+    """The English calculator page's #calculator-data, the text the browser gives the scripts."""
+    page = (site / "en/calculator/index.html").read_text()
+    found = re.search(r'<script type="application/json" id="calculator-data">(.*?)</script>', page, re.S)
+    assert found is not None
+    return found.group(1)  # a script element's text is not HTML-decoded
+
+
+class Scripts:
+    """The published calculator scripts loaded in one QuickJS context."""
+
+    def __init__(self, site: Path) -> None:
+        self.context = quickjs.Context()
+        self.context.set("CALCULATOR_DATA", calculator_data(site))
+        self.context.eval(STUB)
+        for name in SCRIPTS:
+            self.context.eval(published(site, name).read_text())
+
+    def evaluate(self, function: str, argument: Any = None) -> Any:
+        """Call a JavaScript function's source with argument, as Playwright's page.evaluate does; the result
+        comes back through JSON (numbers to the last bit: JSON.stringify writes the shortest exact form)."""
+        text = self.context.eval(f"JSON.stringify(({function})({json.dumps(argument)}))")
+        return None if text is None else json.loads(text)
