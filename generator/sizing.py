@@ -201,20 +201,25 @@ def deployment_fits(
 
     vLLM needs a tensor-parallel size it accepts; llama.cpp splits layers and takes any count.
     Comfortable: the same GPUs also hold `more_requests` more requests of `tokens` tokens.
+    The need depends on the GPU count and the card's batch defaults alone, so it is counted once
+    for each pair they make (a few) rather than for every configuration (some forty).
     """
     found = []
+    needs: dict[tuple[int, int, int], Deployment] = {}
+    roomy: dict[tuple[int, int, int], float] = {}
     for configuration in configurations:
-        if configuration.machines > 1:
-            continue
         count = configuration.count
-        if fmt.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, count):
+        if configuration.machines > 1 or (fmt.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, count)):
             continue
         card = configuration.gpu.runtime_bytes
         batch = deployment.batch_defaults(rules, card, configuration.gpu.id)
-        need = deployment.deployment(rules, model, fmt, kv, count, tokens, requests, batch)
-        budget = deployment.budget_bytes(rules, card)
+        key = (count, batch.tokens, batch.sequences)
+        if key not in needs:
+            needs[key] = deployment.deployment(rules, model, fmt, kv, count, tokens, requests, batch)
+        need, budget = needs[key], deployment.budget_bytes(rules, card)
         if need.total_bytes_per_gpu >= budget:
             continue
-        roomy = deployment.deployment(rules, model, fmt, kv, count, tokens, requests + more_requests, batch)
-        found.append(Fit(configuration, need, budget, roomy.total_bytes_per_gpu < budget))
+        if key not in roomy:
+            roomy[key] = deployment.deployment(rules, model, fmt, kv, count, tokens, requests + more_requests, batch).total_bytes_per_gpu
+        found.append(Fit(configuration, need, budget, roomy[key] < budget))
     return tuple(sorted(found, key=lambda fit: (fit.configuration.price_per_hour, fit.configuration.total_gpus, fit.configuration.gpu.id)))
