@@ -171,12 +171,22 @@ def gettext_functions(translations: gettext.NullTranslations) -> dict[str, Calla
         return escape(translations.gettext(message))
 
     def _(message: str, **values: Any) -> Markup:
-        return plain(message) % values if values else plain(message)
+        return filled(plain(message), values) if values else plain(message)
 
     def ngettext(singular: str, plural: str, n: int, **values: Any) -> Markup:
-        return escape(translations.ngettext(singular, plural, n)) % {"num": n, **values}
+        return filled(escape(translations.ngettext(singular, plural, n)), {"num": n, **values})
 
     return {"_": _, "ngettext": ngettext}
+
+
+def filled(pattern: Markup, values: dict[str, Any]) -> Markup:
+    """`pattern % values` as Markup writes it (each value escaped), in half the time: every placeholder
+    of the templates and translations is %(name)s, which takes a value escaped beforehand as it is;
+    any other (%(name)d) is left to Markup."""
+    try:
+        return Markup(str.__mod__(pattern, {name: escape(value) for name, value in values.items()}))
+    except TypeError:
+        return pattern % values
 
 
 BLANK_LINES = re.compile(r"\n\s*\n")
