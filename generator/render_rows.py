@@ -41,6 +41,7 @@ class Rows:
         self.link, self.rent = names["link"], names["rent"]
         self.marketplace, self.lang = names["marketplace"].name, names["page"].lang
         self.catalog = names["catalog"]  # read as the template reads it (a build notes what a page reads)
+        self._links: dict[tuple[str, int], str] = {}  # a page links the same few configurations again and again
 
     # ---- Cells, as the macros of _macros.html of the same names wrote them ----
 
@@ -53,9 +54,11 @@ class Rows:
         return _(labels[column])
 
     def rent_link(self, gpu_id: str, count: int) -> Markup:
-        _ = self._
-        text = _("Rent on %(marketplace)s", marketplace=self.marketplace)
-        return Markup(f'<a class="rent" href="{escape(self.rent(gpu_id, count))}">{text}</a>')
+        key = (gpu_id, count)
+        if key not in self._links:
+            text = self._("Rent on %(marketplace)s", marketplace=self.marketplace)
+            self._links[key] = f'<a class="rent" href="{escape(self.rent(gpu_id, count))}">{text}</a>'
+        return Markup(self._links[key])
 
     def configuration(self, choice: Choice) -> Markup:
         """The smallest configuration that holds a need, every GPU that gives it named."""
