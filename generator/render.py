@@ -20,7 +20,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from types import CodeType
-from typing import Any
+from typing import Any, Literal
 
 import jinja2
 import jinja2.sandbox
@@ -94,7 +94,7 @@ class Formats:
         self.number = _remembered(self._number)  # type: ignore[method-assign]
         self.money = _remembered(self._money)  # type: ignore[method-assign]
         self.percent = _remembered(self._percent)  # type: ignore[method-assign]
-        self._lists: dict[tuple[tuple[str, ...], str], str] = {}
+        self._lists: dict[tuple[tuple[str, ...], str], str] = {}  # (names, style) -> the list in words
 
     def _number(self, value: float, digits: int = 0) -> str:
         """Grouped, with up to `digits` decimals, rounded half to even: what Babel's '#,##0.#' writes.
@@ -141,7 +141,7 @@ class Formats:
     def both(self, names: Iterable[str]) -> str:
         return self._list(tuple(names), "standard")
 
-    def _list(self, names: tuple[str, ...], style: str) -> str:
+    def _list(self, names: tuple[str, ...], style: Literal["standard", "or"]) -> str:
         # Babel's list patterns cost some 40 µs a call, and a page names the same GPUs in many cells.
         if (names, style) not in self._lists:
             self._lists[(names, style)] = format_list(list(names), style=style, locale=self.locale)
@@ -323,10 +323,14 @@ class Renderer:
 
     def prepare(self, currency: str) -> None:
         """Compile every template and load every locale now, before pages are shared among processes."""
-        for name in self.env.list_templates(filter_func=lambda name: not name.startswith("static/")):
-            self.env.get_template(name)
+        self.compile_all()
         for lang in self.strings:
             self.language_context(lang, currency)
+
+    def compile_all(self) -> None:
+        """Every layout compiled (or read from the cache)."""
+        for name in self.env.list_templates(filter_func=lambda name: not name.startswith("static/")):
+            self.env.get_template(name)
 
     def content(self, page: ContentPage, context: dict[str, Any]) -> Content:
         """Fill a Markdown page's placeholders with the build's figures, then convert it.

@@ -48,10 +48,10 @@ class Rows:
     def column_label(self, kind: str, column: str) -> Markup:
         _ = self._
         if kind == "serving":
-            labels = {"fp32": "32-bit (FP32)", "bf16": "16-bit (FP16/BF16)", "fp8": "8-bit (FP8/INT8)", "int4": "4-bit (INT4)"}
+            labels = {"fp32": _("32-bit (FP32)"), "bf16": _("16-bit (FP16/BF16)"), "fp8": _("8-bit (FP8/INT8)"), "int4": _("4-bit (INT4)")}
         else:
-            labels = {"qlora": "QLoRA", "lora": "LoRA", "full": "Full fine-tuning", "full_hf": "Full fine-tuning (18 bytes)"}
-        return _(labels[column])
+            labels = {"qlora": _("QLoRA"), "lora": _("LoRA"), "full": _("Full fine-tuning"), "full_hf": _("Full fine-tuning (18 bytes)")}
+        return labels[column]
 
     def rent_link(self, gpu_id: str, count: int) -> Markup:
         key = (gpu_id, count)
@@ -94,7 +94,8 @@ class Rows:
         out = f'<span class="config">{self.configuration(choice)}</span>\n'
         best = choice.best
         if best:
-            tight = f'<span class="tight">{self._("tight")}</span>' if choice.tight else ""
+            word = self._("tight")
+            tight = f'<span class="tight">{word}</span>' if choice.tight else ""
             out += f'<span class="price">{self.price(choice)}</span>\n{tight}{self.rent_link(best.gpu.id, best.count)}\n'
         return Markup(out)
 
@@ -108,7 +109,8 @@ class Rows:
         if comfortable:
             text = _("comfortable: also holds %(more)s more requests of %(tokens)s tokens", **values)
             return Markup(f'<span class="comfortable">{text}</span>')
-        return Markup(f'<span class="tight">{_("tight: holds these requests, not %(more)s more of %(tokens)s tokens", **values)}</span>')
+        text = _("tight: holds these requests, not %(more)s more of %(tokens)s tokens", **values)
+        return Markup(f'<span class="tight">{text}</span>')
 
     def fit_offer(self, fit: Fit | None, tokens: int) -> Markup:
         """The cheapest configuration a deployment fits: GPUs, price per hour, and its tag with the rule."""
@@ -179,10 +181,12 @@ class Rows:
 
     def cost(self, result: Speed | None, best: bool) -> str:
         if result is None:
-            return f"<td>{self._('does not hold them')}</td>"
+            held = self._("does not hold them")
+            return f"<td>{held}</td>"
         if result.usd_per_million_output_tokens is None:
             return "<td>—</td>"
-        mark = f' <strong class="cheapest">{self._("cheapest")}</strong>' if best else ""
+        word = self._("cheapest")
+        mark = f' <strong class="cheapest">{word}</strong>' if best else ""
         return f"<td>{escape(self.f.money(result.usd_per_million_output_tokens))}{mark}</td>"
 
     def speed_model_rows(self, sp: ModelSpeed) -> Markup:
@@ -228,12 +232,14 @@ class Rows:
 
         def line(r: TuningRow) -> str:
             need, smallest = r.shown, r.smallest
-            gpus = f" {_('on %(count)s GPUs', count=need.gpus)}" if need.gpus > 1 else ""
+            on = _("on %(count)s GPUs", count=need.gpus)
+            gpus = f" {on}" if need.gpus > 1 else ""
             offer: str = _("no configuration on offer holds it")
             if smallest:
                 offer = self.held_offer(smallest)
                 if r.cheapest is not None and r.cheapest.configuration != smallest.configuration:
-                    offer = f"{offer}; {_('cheapest:')} {self.held_offer(r.cheapest)}"  # str, not Markup: no second escaping
+                    cheapest = _("cheapest:")
+                    offer = f"{offer}; {cheapest} {self.held_offer(r.cheapest)}"  # str, not Markup: no second escaping
             total = need.total_bytes_per_gpu / 1e9
             return (
                 f'<tr><th scope="row">{self.column_label("fine_tuning", r.method)}</th><td>{escape(self.f.number(r.micro_batch))}</td>\n'
@@ -250,7 +256,8 @@ class Rows:
     def gpu_fit(self, fit: GpuFit | None) -> str:
         _, f = self._, self.f
         if not fit:
-            return f"<td>{_('does not fit')}</td>"
+            missing = _("does not fit")
+            return f"<td>{missing}</td>"
         requests = self.ngettext(
             "%(num)s request of %(tokens)s tokens at once",
             "%(num)s requests of %(tokens)s tokens at once",
