@@ -205,19 +205,24 @@ def deployment_fits(
     for each pair they make (a few) rather than for every configuration (some forty).
     """
     found = []
-    needs: dict[tuple[int, int, int], Deployment] = {}
+    cards: dict[str, tuple[deployment.Batch, float]] = {}  # per GPU: its batch defaults and its budget
+    needs: dict[tuple[int, int, int], tuple[Deployment, float]] = {}  # the need and its total per GPU
     roomy: dict[tuple[int, int, int], float] = {}
+    vllm = fmt.runtime == "vllm"
     for configuration in configurations:
-        count = configuration.count
-        if configuration.machines > 1 or (fmt.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, count)):
+        count, gpu = configuration.count, configuration.gpu
+        if configuration.machines > 1 or (vllm and not deployment.valid_tensor_parallel(model.arch, count)):
             continue
-        card = configuration.gpu.runtime_bytes
-        batch = deployment.batch_defaults(rules, card, configuration.gpu.id)
+        if gpu.id not in cards:
+            card = gpu.runtime_bytes
+            cards[gpu.id] = (deployment.batch_defaults(rules, card, gpu.id), deployment.budget_bytes(rules, card))
+        batch, budget = cards[gpu.id]
         key = (count, batch.tokens, batch.sequences)
         if key not in needs:
-            needs[key] = deployment.deployment(rules, model, fmt, kv, count, tokens, requests, batch)
-        need, budget = needs[key], deployment.budget_bytes(rules, card)
-        if need.total_bytes_per_gpu >= budget:
+            need = deployment.deployment(rules, model, fmt, kv, count, tokens, requests, batch)
+            needs[key] = (need, need.total_bytes_per_gpu)
+        need, total = needs[key]
+        if total >= budget:
             continue
         if key not in roomy:
             roomy[key] = deployment.deployment(rules, model, fmt, kv, count, tokens, requests + more_requests, batch).total_bytes_per_gpu
