@@ -29,14 +29,13 @@ from babel import Locale
 from babel.dates import format_date, format_time
 from babel.lists import format_list
 from babel.messages.mofile import write_mo
-from babel.messages.pofile import read_po
 from babel.numbers import format_currency, format_percent, get_decimal_symbol, get_group_symbol
 from markdown.extensions.toc import TocExtension
 from markupsafe import Markup, escape
 
 from . import charts
 from .errors import BuildError
-from .load import ContentPage
+from .load import ContentPage, parsed_messages
 from .render_rows import table_rows
 
 
@@ -151,8 +150,7 @@ class Formats:
 def compile_translations(translations_dir: Path, lang: str) -> bytes:
     """A language's .po file compiled in memory: the bytes of its .mo."""
     path = translations_dir / lang / "LC_MESSAGES" / "messages.po"
-    with path.open("rb") as handle:
-        catalog = read_po(handle, locale=lang.replace("-", "_"))
+    catalog = parsed_messages(path.read_text(encoding="utf-8"), lang.replace("-", "_"))  # as the build checked it
     compiled = io.BytesIO()
     write_mo(compiled, catalog)
     return compiled.getvalue()
