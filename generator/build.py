@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from .compile_ahead import CompilingAhead
 from .errors import BuildError, Problems
 from .figures import site_figures
 from .fingerprint import clock_facts, fingerprint, page_keys, read_inputs, stale_warning, unchanged, words_key
@@ -338,6 +339,7 @@ def _build(
     if same is not None:
         return same
     moment, cache = now or datetime.now(UTC), template_cache(options.project)
+    ahead = CompilingAhead(options.templates, options.translations, cache, options.jobs)  # while the inputs are read and computed
     key = computed_key(read, options.prices, moment)
     known = None if options.force else recall(cache, key, moment)
     inputs = gather(options, moment, known)
@@ -354,6 +356,7 @@ def _build(
     keys = page_keys(read, outputs)
     earlier = None if options.force else earlier_pages(options.out, keys)
     words = words_key(read, key)
+    ahead.wait()
     rendering = site_rendering(inputs, options.jobs, earlier, known, keys, key, words)
     facts = {**input_facts(inputs), "pages": rendering.pages, "stamps": rendering.stamps, "figures": key, "words": words}
     if options.in_place:

@@ -3,6 +3,7 @@ every preset's table and the FAQ's figures (the JSON the scripts read is compute
 
 from __future__ import annotations
 
+import functools
 import urllib.parse
 from dataclasses import dataclass
 from decimal import Decimal
@@ -264,7 +265,13 @@ def speed_fields() -> dict[str, str]:
 def model_query(catalog: Catalog, model: Model, context: int, gpus: int) -> str:
     """The calculator opened on a model page's workload: serving its release format, one request of
     `context` tokens on `gpus` GPUs (the cheapest configuration the page names)."""
-    kv = catalog.rules.calculator_defaults["kv"]
+    return _serving_query(model, catalog.rules.calculator_defaults["kv"], context, gpus)
+
+
+@functools.lru_cache(maxsize=4096)
+def _serving_query(model: Model, kv: str, context: int, gpus: int) -> str:
+    """Remembered: every language's page of a model links the same query, and encoding its forty
+    fields costs a tenth of the page's rendering (a model record is a value: the same answer for ever)."""
     return calculator_query(state_fields(model, "serve", model.release, kv, gpus, 1, context))
 
 

@@ -8,7 +8,7 @@ from . import deployment, memory, sizing
 from .compute import Need, OnOffer, Shop, comfort_gb, plain_kv_bytes_per_token
 from .deployment import Deployment
 from .records import Catalog, Gpu, Model
-from .records_engines import KvFormat, WeightFormat
+from .records_engines import WeightFormat
 from .sizing import Choice, Fit, Market, deployment_fits
 
 
@@ -254,7 +254,7 @@ def gpu_fit(catalog: Catalog, gpu: Gpu, model: Model, fmt: WeightFormat) -> GpuF
     free = budget - need.weights_bytes_per_gpu - need.runtime_bytes_per_gpu
     per_request = need.kv_cache_bytes_per_gpu
     requests = int(free // per_request)
-    longest = _longest_context(model, kv, free, fmt.runtime)
+    longest = deployment.longest_context(model.arch, kv, free, model.native_context, fmt.runtime)
     return GpuFit(
         fmt.name,
         need.total_bytes_per_gpu / 1e9,
@@ -264,18 +264,6 @@ def gpu_fit(catalog: Catalog, gpu: Gpu, model: Model, fmt: WeightFormat) -> GpuF
         requests,
         tokens,
     )
-
-
-def _longest_context(model: Model, kv: KvFormat, free: float, runtime: str) -> int:
-    """The longest context (up to the model's own) whose cache for one request fits `free` bytes."""
-    low, high = 1, model.native_context
-    while low < high:
-        middle = (low + high + 1) // 2
-        if deployment.kv_cache_bytes_per_gpu(model.arch, kv, middle, 1, 1, runtime) <= free:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def gpu_page(catalog: Catalog, shop: Shop, gpu: Gpu) -> GpuPage:

@@ -7,10 +7,18 @@ teach, stays in memory.py.
 The budget is vLLM's: on every GPU, weights + the runtime (non-torch memory and the
 activation peak of the profiling run) + the KV cache must fit within
 gpu_memory_utilization x the card's memory as CUDA reports it.
+
+A build asks for the same deployment again and again (a model page's tables, its GPUs' pages, the
+speed figures: 38,858 calls for 4,303 distinct arguments), so `deployment` and
+`kv_cache_bytes_per_gpu` are remembered (functools.cache). Their arguments are frozen records,
+values: the same arguments give the same answer for ever, so a cache at module level is correct;
+`forget` empties it, which each build does first (figures.site_figures) so that a long-running
+preview does not keep every catalog it has seen.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -103,11 +111,29 @@ def kv_bytes_per_token_per_gpu(arch: Architecture, kv: KvFormat, gpus: int, runt
     return kv_elements_per_token_layer(arch, gpus) * kv.bytes * sum(layer_slots(arch, runtime))
 
 
+@functools.cache
 def kv_cache_bytes_per_gpu(arch: Architecture, kv: KvFormat, tokens: int, sequences: int, gpus: int, runtime: str = "vllm") -> float:
     """Cache of `sequences` requests of `tokens` tokens on one GPU; sliding-window layers hold their window."""
     full, sliding = layer_slots(arch, runtime)
     layer_tokens = full * tokens + sliding * min(tokens, arch.attention.window)
     return kv_elements_per_token_layer(arch, gpus) * kv.bytes * layer_tokens * sequences
+
+
+@functools.cache
+def longest_context(arch: Architecture, kv: KvFormat, free: float, limit: int, runtime: str = "vllm") -> int:
+    """The longest context up to `limit` whose cache for one request on one GPU fits `free` bytes
+    (at least 1): kv_cache_bytes_per_gpu's own arithmetic, its per-token factor worked out once."""
+    full, sliding = layer_slots(arch, runtime)
+    per_token = kv_elements_per_token_layer(arch, 1) * kv.bytes
+    window = arch.attention.window
+    low, high = 1, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if per_token * (full * middle + sliding * min(middle, window)) <= free:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 @dataclass(frozen=True)
@@ -155,6 +181,7 @@ class Deployment:
         return self.weights_bytes_per_gpu + self.runtime_bytes_per_gpu + self.kv_cache_bytes_per_gpu
 
 
+@functools.cache
 def deployment(
     rules: DeploymentRules,
     model: Model,
@@ -184,3 +211,9 @@ def budget_bytes(rules: DeploymentRules, card_bytes: float) -> float:
 
 def fits(need: Deployment, rules: DeploymentRules, card_bytes: float) -> bool:
     return need.total_bytes_per_gpu <= budget_bytes(rules, card_bytes)
+
+
+def forget() -> None:
+    """Empty the remembered calls (see the module's docstring)."""
+    for remembered in (deployment, kv_cache_bytes_per_gpu, longest_context):
+        remembered.cache_clear()

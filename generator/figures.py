@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from . import deployment as engine
 from .compute import Shop
 from .compute_api import ApiGuide, api_guide
 from .compute_calculator import CalculatorPage, calculator_page
@@ -51,6 +52,7 @@ class SiteFigures:
 
 def site_figures(catalog: Catalog) -> SiteFigures:
     """Every page's figures, computed once from the catalog and its snapshot."""
+    engine.forget()  # remembered within this build only
     shop = Shop(catalog)
     deployment = catalog.rules.deployment
     checks = rows(list(catalog.measured_points), catalog.measured_configs, deployment) if deployment else ()

@@ -87,6 +87,12 @@ class Model:
     release: str = "bf16"  # the weight format of the official checkpoint
     vision_params_b: float = 0.0  # a vision tower, kept at 16 bits by quantized formats
 
+    def __hash__(self) -> int:
+        """The id's hash: equal models have one id, and an engine's remembered call (deployment.py)
+        hashes its model each time, which the generated hash of every field makes cost more than
+        the arithmetic it saves."""
+        return hash(self.id)
+
     @property
     def is_moe(self) -> bool:
         return self.active_params_b is not None

@@ -4,7 +4,7 @@ and read_speed.py, and passed as they are to deployment.py, training.py and spee
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -31,10 +31,14 @@ class KvFormat:
 
 @dataclass(frozen=True)
 class DeploymentRules:
-    """The runtime's constants: its memory budget, its own memory and its scheduler defaults."""
+    """The runtime's constants: its memory budget, its own memory and its scheduler defaults.
 
-    weight_formats: dict[str, WeightFormat]
-    kv_formats: dict[str, KvFormat]
+    Hashable, as the engines' remembered calls need (deployment.py): the two tables are compared
+    but left out of the hash, so equal rules still hash alike.
+    """
+
+    weight_formats: dict[str, WeightFormat] = field(hash=False)
+    kv_formats: dict[str, KvFormat] = field(hash=False)
     utilization: float
     non_torch_bytes: float
     parallel_bytes: float

@@ -201,20 +201,30 @@ def deployment_fits(
 
     vLLM needs a tensor-parallel size it accepts; llama.cpp splits layers and takes any count.
     Comfortable: the same GPUs also hold `more_requests` more requests of `tokens` tokens.
+    The need depends on the GPU count and the card's batch defaults alone, so it is counted once
+    for each pair they make (a few) rather than for every configuration (some forty).
     """
     found = []
+    cards: dict[str, tuple[deployment.Batch, float]] = {}  # per GPU: its batch defaults and its budget
+    needs: dict[tuple[int, int, int], tuple[Deployment, float]] = {}  # the need and its total per GPU
+    roomy: dict[tuple[int, int, int], float] = {}
+    vllm = fmt.runtime == "vllm"
     for configuration in configurations:
-        if configuration.machines > 1:
+        count, gpu = configuration.count, configuration.gpu
+        if configuration.machines > 1 or (vllm and not deployment.valid_tensor_parallel(model.arch, count)):
             continue
-        count = configuration.count
-        if fmt.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, count):
+        if gpu.id not in cards:
+            card = gpu.runtime_bytes
+            cards[gpu.id] = (deployment.batch_defaults(rules, card, gpu.id), deployment.budget_bytes(rules, card))
+        batch, budget = cards[gpu.id]
+        key = (count, batch.tokens, batch.sequences)
+        if key not in needs:
+            need = deployment.deployment(rules, model, fmt, kv, count, tokens, requests, batch)
+            needs[key] = (need, need.total_bytes_per_gpu)
+        need, total = needs[key]
+        if total >= budget:
             continue
-        card = configuration.gpu.runtime_bytes
-        batch = deployment.batch_defaults(rules, card, configuration.gpu.id)
-        need = deployment.deployment(rules, model, fmt, kv, count, tokens, requests, batch)
-        budget = deployment.budget_bytes(rules, card)
-        if need.total_bytes_per_gpu >= budget:
-            continue
-        roomy = deployment.deployment(rules, model, fmt, kv, count, tokens, requests + more_requests, batch)
-        found.append(Fit(configuration, need, budget, roomy.total_bytes_per_gpu < budget))
+        if key not in roomy:
+            roomy[key] = deployment.deployment(rules, model, fmt, kv, count, tokens, requests + more_requests, batch).total_bytes_per_gpu
+        found.append(Fit(configuration, need, budget, roomy[key] < budget))
     return tuple(sorted(found, key=lambda fit: (fit.configuration.price_per_hour, fit.configuration.total_gpus, fit.configuration.gpu.id)))

@@ -66,12 +66,15 @@ def test_spanish_plurals_and_placeholders():
 
 
 def test_message_template_is_up_to_date_with_the_templates():
-    """Every _() and ngettext() string of the templates is in messages.pot (run pybabel extract)."""
+    """Every _() and ngettext() string of the templates, and of the table rows written in Python
+    (render_rows.py), is in messages.pot (run pybabel extract -F babel.cfg)."""
     from babel.messages.extract import extract_from_dir
 
     found = {
         message if isinstance(message, str) else message[0]
-        for _, _, message, _, _ in extract_from_dir(REPO / "templates", method_map=[("**.html", "jinja2")])
+        for _, _, message, _, _ in extract_from_dir(
+            REPO, method_map=[("templates/**.html", "jinja2"), ("generator/render_rows.py", "python")]
+        )
     }
     with (REPO / "translations" / "messages.pot").open("rb") as handle:
         template = {m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id}
