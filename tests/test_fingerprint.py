@@ -13,7 +13,7 @@ import pytest
 from gpumem import build as pipeline
 from gpumem import fingerprint as digests
 from gpumem import render_site as rendering
-from gpumem.build import build, project_options
+from gpumem.build import Session, build, project_options
 from gpumem.errors import BuildError
 from gpumem.fingerprint import fingerprint, unchanged
 
@@ -96,6 +96,29 @@ def test_each_kind_of_input_changes_the_site(project, path, old, new, page, expe
     assert site == tree(project / "clean")
 
 
+@pytest.fixture
+def preview(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Session, list[str]]:
+    """The preview's folder, built once in a session (what `gpumem serve` keeps in its process),
+    and what the next builds in it compute: the catalog read, the figures, the translations."""
+    session = Session()
+    build(project_options(project, out=project / "preview"), now=NOW, session=session)
+    computing: list[str] = []
+    for name in ("read_catalog", "site_figures", "compile_translations"):
+        original = getattr(pipeline, name)
+        monkeypatch.setattr(
+            pipeline, name, lambda *args, _name=name, _original=original, **kw: computing.append(_name) or _original(*args, **kw)
+        )
+    return project / "preview", session, computing
+
+
+def same_as_a_clean_build(project: Path, folder: Path) -> bool:
+    build(project_options(project, out=project / "clean", force=True), now=NOW)
+    return tree(folder) == tree(project / "clean")
+
+
+EVERYTHING = ["read_catalog", *["compile_translations"] * 5, "site_figures"]  # what a build computes, in order
+
+
 @pytest.mark.parametrize(
     "path, old, new, expected",
     [
@@ -104,30 +127,37 @@ def test_each_kind_of_input_changes_the_site(project, path, old, new, page, expe
         ("content/en/guide-vram.md", "\ndescription: ", "\ndescription: The ", ["en/guides/llm-vram/index.html"]),
     ],
 )
-def test_editing_one_content_file_renders_only_its_page(project, monkeypatch, path, old, new, expected):
+def test_in_the_preview_one_content_edit_renders_its_page_alone_and_computes_nothing(
+    project, preview, monkeypatch, path, old, new, expected
+):
+    folder, session, computing = preview
     rendered = rendered_pages(monkeypatch)
     edit(project / path, old, new)
-    result = build(project_options(project), now=NOW)
-    assert rendered == expected
-    assert result.summary.written == 1
-    build(project_options(project, out=project / "clean", force=True), now=NOW)
-    assert tree(project / "site") == tree(project / "clean")
+    result = build(project_options(project, out=folder), now=NOW, session=session)
+    assert (rendered, result.rendered, result.summary.written, computing) == (expected, 1, 1, [])
+    assert same_as_a_clean_build(project, folder)
 
 
-def test_a_translation_edit_renders_only_its_language(project, monkeypatch):
+def test_in_the_preview_a_translation_edit_renders_its_language_alone(project, preview, monkeypatch):
+    folder, session, computing = preview
     rendered = rendered_pages(monkeypatch)
     edit(project / "translations/pt/LC_MESSAGES/messages.po", 'msgstr "Pular para o conteúdo"', 'msgstr "Ir para o conteúdo"')
-    build(project_options(project), now=NOW)
+    result = build(project_options(project, out=folder), now=NOW, session=session)
     assert len(rendered) == 66 and all(output.startswith("pt/") for output in rendered)
+    assert result.rendered == 66 + 3  # and its 404 page, and the language choice and the 404 page at the top, which show every language
+    assert computing == EVERYTHING  # the strings are compiled with the figures
+    assert same_as_a_clean_build(project, folder)
 
 
-def test_a_page_changed_in_the_output_is_rendered_again(project, monkeypatch):
+def test_in_the_preview_nothing_changed_renders_nothing_and_a_price_renders_everything(project, preview, monkeypatch):
+    folder, session, computing = preview
     rendered = rendered_pages(monkeypatch)
-    page = project / "site/fr/prix/index.html"
-    page.write_text(page.read_text() + "<!-- edited -->")
-    edit(project / "content/en/home.md", "Three questions", "Three hard questions")
-    build(project_options(project), now=NOW)
-    assert sorted(rendered) == ["en/index.html", "fr/prix/index.html"]
+    quiet = build(project_options(project, out=folder), now=NOW, session=session)
+    assert (rendered, quiet.rendered, quiet.summary.written, computing) == ([], 0, 0, [])
+    edit(project / f"catalogs/prices/{SNAPSHOT}", "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 2.05,")
+    result = build(project_options(project, out=folder), now=NOW, session=session)
+    assert (len(rendered), result.rendered, computing) == (330, 337, EVERYTHING)
+    assert same_as_a_clean_build(project, folder)
 
 
 def test_a_file_moved_into_the_assets_is_published(project):
@@ -165,7 +195,7 @@ def test_the_code_a_library_and_python_are_in_the_fingerprint(project, monkeypat
     monkeypatch.undo()
     versions = digests.dependency_versions()
     assert versions[0] == f"python={sys.version}"
-    assert [v.partition("=")[0] for v in versions[1:]] == ["babel", "click", "jinja2", "markdown", "markupsafe", "pyyaml"]
+    assert [v.partition("=")[0] for v in versions[1:]] == ["babel", "click", "ghp_import", "jinja2", "markdown", "markupsafe", "pyyaml"]
     monkeypatch.setattr(digests, "dependency_versions", lambda: [*versions[:-1], versions[-1] + ".post1"])
     assert fingerprint(options) != first
 
@@ -242,6 +272,7 @@ def test_the_library_versions_are_those_importlib_metadata_reads():
     assert [v.partition("=")[0] for v in digests.dependency_versions()[1:]] == [
         "babel",
         "click",
+        "ghp_import",
         "jinja2",
         "markdown",
         "markupsafe",

@@ -64,7 +64,15 @@ def test_every_library_the_code_imports_is_declared():
         d.split("<")[0].split(">")[0].split("=")[0].strip().lower()
         for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     }
-    modules = {"jinja2": "jinja2", "markdown": "markdown", "yaml": "pyyaml", "click": "click", "babel": "babel", "markupsafe": "markupsafe"}
+    modules = {
+        "jinja2": "jinja2",
+        "markdown": "markdown",
+        "yaml": "pyyaml",
+        "click": "click",
+        "babel": "babel",
+        "markupsafe": "markupsafe",
+        "ghp_import": "ghp-import",
+    }
     imported = set()
     for source in (REPO / "generator").glob("*.py"):
         for node in ast.walk(ast.parse(source.read_text())):
