@@ -4,9 +4,10 @@ Usage: .venv/bin/python -m benchmarks.bench [--runs 5]
 
 Every time is a whole `gpumem build` command (interpreter start included), median of --runs,
 on a copy of the project's catalogs and content in a temporary folder, so no change touches
-the project: a full build into an empty folder with an empty cache (and, apart, with the cache
-kept), a no-change rebuild, one content file edited, a one-price snapshot (each rebuild with the
-cache the earlier builds left), and a catalog ten times larger (cold; its per-page cost printed). When Hugo is
+the project: a full build into an empty output with an empty cache (and, apart, with the cache
+kept: Jinja's compiled templates and the minified assets; and with the minified assets alone), a
+no-change rebuild, one content file edited, a one-price snapshot (each rebuild with the cache the
+earlier builds left), and a catalog ten times larger (cold; its per-page cost printed). When Hugo is
 installed (Debian's `hugo`), a synthetic Hugo site of 300 simple pages is built in the same run
 and the ratio printed. Prints every figure and whether each budget is met; exits 1 when one is not.
 """
@@ -55,6 +56,14 @@ def command_seconds(root: Path, out: Path, cache: Path) -> tuple[float, str]:
     started = time.perf_counter()
     done = subprocess.run(command, check=True, capture_output=True, text=True, env={**os.environ, "GPUMEM_CACHE": str(cache)})
     return time.perf_counter() - started, done.stdout.strip()
+
+
+def remove_output(out: Path) -> None:
+    """The output path (a link to the site's current version) and gpumem's hidden folder beside it."""
+    if out.is_symlink():
+        out.unlink()
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(out.parent / f".{out.name}.gpumem", ignore_errors=True)
 
 
 def median_of(runs: int, once: Callable[[int], tuple[float, str]]) -> tuple[float, list[str]]:
@@ -186,14 +195,21 @@ def main() -> int:
             """A build into an empty folder with an empty cache: nothing compiled, computed or kept."""
 
             def once(run: int) -> tuple[float, str]:
-                shutil.rmtree(tree / "site", ignore_errors=True)
+                remove_output(tree / "site")
                 shutil.rmtree(tree / "fresh-cache", ignore_errors=True)
                 return command_seconds(tree, tree / "site", tree / "fresh-cache")
 
             return once
 
         def warm(run: int) -> tuple[float, str]:
-            shutil.rmtree(site, ignore_errors=True)
+            remove_output(site)
+            return command_seconds(root, site, cache)
+
+        def assets_only(run: int) -> tuple[float, str]:
+            """Into an empty output with the minified assets kept, but no compiled template."""
+            remove_output(site)
+            for compiled in next(cache.iterdir()).glob("__jinja2_*"):
+                compiled.unlink()
             return command_seconds(root, site, cache)
 
         home = root / "content/en/home.md"
@@ -211,7 +227,12 @@ def main() -> int:
         print(f"full build into an empty folder, empty cache: median {results['full build, median (s)']:.3f} s ({said[0]})")
         command_seconds(root, site, cache)  # the cache the next builds keep
         warm_median, said = median_of(args.runs, warm)
-        print(f"full build into an empty folder, the cache kept (templates, figures): median {warm_median:.3f} s ({said[0]})")
+        print(
+            f"full build into an empty output, the cache kept (compiled templates, minified assets): median {warm_median:.3f} s ({said[0]})"
+        )
+        bare_median, said = median_of(args.runs, assets_only)
+        print(f"full build into an empty output, the minified assets kept, no compiled template: median {bare_median:.3f} s ({said[0]})")
+        command_seconds(root, site, cache)  # the templates compiled again for the next builds
         results["no-change rebuild, median (s)"], said = median_of(args.runs, lambda run: command_seconds(root, site, cache))
         print(f"no-change rebuild: median {results['no-change rebuild, median (s)']:.3f} s ({said[0]})")
         results["one content file edited, median (s)"], said = median_of(args.runs, edit_content)

@@ -149,6 +149,9 @@ def write_in_place(folder: Path, files: dict[str, bytes], previous: dict[str, by
         for relative in gone:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / relative)
+        for emptied in sorted(ancestors(gone) - ancestors(files), key=len, reverse=True):
+            with contextlib.suppress(OSError):
+                os.rmdir(folder / emptied)  # only when empty
     except OSError as error:
         raise BuildError([f"{error.filename}: cannot write: {error.strerror}"], "the preview may be partly updated.") from None
     return WriteSummary(written, len(files) - written, len(gone), (), count_pages(files))

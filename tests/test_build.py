@@ -229,7 +229,9 @@ def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monk
     monkeypatch.undo()
     with pytest.raises(BuildError) as stopped:  # a file no build wrote: named, and nothing is replaced
         build(options_for(inputs, force=True), now=NOW)
-    assert stopped.value.lines == [f"{site}/stray.html: not written by gpumem; move it into host/, whose files every build copies into the site"]
+    assert stopped.value.lines == [
+        f"{site}/stray.html: not written by gpumem; move it into host/, whose files every build copies into the site"
+    ]
     assert (site / "stray.html").read_text() == "left behind"
 
 

@@ -24,7 +24,9 @@ def host_folder(root: Path, files: dict[str, bytes]) -> Path:
 
 def test_the_host_s_files_join_the_build_s_and_its_headers_follow_the_generated_ones(tmp_path):
     rules = b"/.well-known/*\n  Access-Control-Allow-Origin: *\n"
-    host = host_folder(tmp_path / "host", {"CNAME": b"gpumem.example.org\n", ".well-known/security.txt": b"Contact: x\n", "_headers": rules})
+    host = host_folder(
+        tmp_path / "host", {"CNAME": b"gpumem.example.org\n", ".well-known/security.txt": b"Contact: x\n", "_headers": rules}
+    )
     assert with_host_files(SITE, host, "host") == {
         **SITE,
         "CNAME": b"gpumem.example.org\n",
