@@ -380,7 +380,7 @@ def _build(options: Options, moment: datetime, read: dict[str, bytes], started: 
 
 
 def input_facts(inputs: Inputs) -> dict[str, object]:
-    """What the marker records for the no-change check (fingerprint.clock_facts): a snapshot is in
+    """What the version's record keeps for the no-change check (fingerprint.clock_facts): a snapshot is in
     the future until its taken_at less the allowed skew; the newest of the folder's counts."""
     catalog = inputs.catalog
     moments = [catalog.snapshot.taken_at, *(snapshot_time(name) for name in catalog.earlier_snapshots)]

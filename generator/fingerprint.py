@@ -187,7 +187,7 @@ def _bounded_bytes(path: Path) -> bytes:
 
 
 def clock(now: datetime | None) -> str:
-    """A UTC time as markers record it (whole seconds, so the text sorts as the time does)."""
+    """A UTC time as records hold it (whole seconds, so the text sorts as the time does)."""
     return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -235,7 +235,7 @@ def test_an_old_snapshot_warns_on_every_rebuild_and_strict_refuses_it(project):
 
 
 def test_a_clock_set_back_checks_the_snapshots_again(project):
-    """The marker says from when no snapshot is in the future; before that, the whole check runs."""
+    """The record says from when no snapshot is in the future; before that, the whole check runs."""
     assert unchanged(project_options(project), now=NOW) is not None
     earlier = datetime(2026, 10, 31, 16, 40, tzinfo=UTC)  # 12 minutes before the snapshot, 5 of skew allowed
     assert unchanged(project_options(project), now=earlier) is None
