@@ -223,7 +223,7 @@ class Output:
         names = os.listdir(self.hidden)
         numbers = {int(match[1]): name for name in names if (match := VERSION.fullmatch(name)) and os.path.isdir(self.hidden / name)}
         recorded = {number for number, name in numbers.items() if f"{name}.json" in names}
-        live = next((number for number, name in numbers.items() if name == self.live()), None)
+        live = int(name[1:]) if (name := self.live()) and int(name[1:]) in numbers else None
         keep = {live, max((n for n in recorded if live is not None and n < live), default=None)}
         for name in names:
             if name.startswith(TEMPORARY) or ((match := RECORD.fullmatch(name)) and int(match[1]) not in numbers):
