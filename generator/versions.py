@@ -300,7 +300,7 @@ class Output:
         if replace:
             os.unlink(path)
         try:
-            os.link(source, path, follow_symlinks=False)
+            os.link(source, path)  # a regular file: same_bytes looked
         except OSError:
             write_file(path, content)
 
@@ -324,7 +324,7 @@ class Output:
         temporary = self.hidden / f"{TEMPORARY}{os.getpid()}-link"
         moved = self.hidden / f"v{int(version[1:]) + 1}"
         try:
-            os.symlink(os.path.join(self.hidden.name, version), temporary)
+            os.symlink(os.path.join(self.hidden.name, version), temporary, target_is_directory=True)
             if legacy:
                 os.rename(self.link, moved)
                 checkpoint("migrating")
