@@ -4,7 +4,7 @@ Usage: .venv/bin/python -m benchmarks.bench [--runs 5] [--no-browser]
 
 Every time is a whole command as a user runs it (interpreter start included), median of --runs,
 on a copy of the project's catalogs and content in a temporary folder, so no change touches
-the project: a full build into an empty folder with an empty cache (and, apart, with the cache
+the project: a full build into an empty output with an empty cache (and, apart, with the cache
 kept), a no-change rebuild, one content file edited, a one-price snapshot (each rebuild with the
 cache the earlier builds left), and a catalog ten times larger (cold; its per-page cost printed).
 The preview (`gpumem serve`, which keeps its state in its process) is timed on an edit of one
@@ -82,6 +82,14 @@ def command_seconds(root: Path, out: Path, cache: Path) -> Timed:
     cpu, started = children_cpu(), time.perf_counter()
     done = subprocess.run(command, check=True, capture_output=True, text=True, env={**os.environ, "GPUMEM_CACHE": str(cache)})
     return time.perf_counter() - started, done.stdout.strip(), children_cpu() - cpu, os.getloadavg()[0]
+
+
+def remove_output(out: Path) -> None:
+    """The output path (a link to the site's current version) and gpumem's hidden folder beside it."""
+    if out.is_symlink():
+        out.unlink()
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(out.parent / f".{out.name}.gpumem", ignore_errors=True)
 
 
 def median_of(runs: int, once: Callable[[int], Timed]) -> tuple[float, list[str], float, list[float]]:
@@ -211,7 +219,7 @@ def build_times(args: argparse.Namespace, root: Path, results: dict[str, float])
     site, cache = root / "site", root / "cache"
 
     def warm(run: int) -> Timed:
-        shutil.rmtree(site, ignore_errors=True)
+        remove_output(site)
         return command_seconds(root, site, cache)
 
     home = root / "content/en/home.md"
@@ -246,10 +254,10 @@ def build_times(args: argparse.Namespace, root: Path, results: dict[str, float])
 
 
 def cold(tree: Path) -> Callable[[int], Timed]:
-    """A build into an empty folder with an empty cache: nothing compiled, computed or kept."""
+    """A build into an empty output with an empty cache: nothing compiled, computed or kept."""
 
     def once(run: int) -> Timed:
-        shutil.rmtree(tree / "site", ignore_errors=True)
+        remove_output(tree / "site")
         shutil.rmtree(tree / "fresh-cache", ignore_errors=True)
         return command_seconds(tree, tree / "site", tree / "fresh-cache")
 

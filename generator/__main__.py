@@ -1,5 +1,5 @@
 """`python -m gpumem`: the `gpumem` command."""
 
-from .entry import command
+from .cli import main
 
-command()
+main()

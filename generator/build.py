@@ -1,4 +1,11 @@
-"""The pipeline: load -> validate -> compute -> render -> write."""
+"""The pipeline: load -> validate -> compute -> render -> write.
+
+`gpumem build` keeps nothing in memory between runs (each is a process of its own): across runs
+only the no-change check (fingerprint.py) and Jinja's compiled templates are kept. The preview
+(serve.py) rebuilds in one process and keeps its last build in a Session: the validated catalog,
+the figures and the compiled strings while their inputs are the same (fingerprint.computed_key),
+and every page with its key (fingerprint.page_keys), so one content edit renders one page.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +13,15 @@ import contextlib
 import gc
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from .compile_ahead import CompilingAhead
 from .errors import BuildError, Problems
 from .figures import site_figures
-from .fingerprint import clock_facts, fingerprint, page_keys, read_inputs, stale_warning, unchanged, words_key
+from .fingerprint import clock_facts, computed_key, fingerprint, page_keys, read_inputs, stale_warning, unchanged
+from .hosting import with_host_files
 from .load import (
     SNAPSHOT_NAME,
     ContentPage,
@@ -27,9 +35,7 @@ from .load import (
     snapshot_name,
     snapshot_time,
 )
-from .marker import earlier_pages
-from .memo import Computed, computed_key, recall, remember
-from .options import BuildResult, Options, template_cache
+from .options import BuildResult, Options, WriteSummary, template_cache
 from .options import parallel_jobs as parallel_jobs  # where tests and scripts have found them
 from .options import project_options as project_options
 from .pages import CONTENT_KEYS, ROUTE_KEYS, Page, plan_pages
@@ -42,11 +48,11 @@ from .read_site import check_front_matter, read_site
 from .read_snapshot import in_the_future, read_snapshot, taken_at_time, time_text
 from .records import Catalog, Gpu, Model, Rules, Site
 from .render import compile_translations
-from .render_site import content_label, own_files, site_rendering, subjects
+from .render_site import Computed, content_label, own_files, site_rendering, subjects
 from .render_site import render_site as render_site  # where tests and scripts have found it
+from .tree import write_in_place
 from .validate import Invalid
-from .write import OutputFolder
-from .write_preview import write_in_place
+from .versions import Output
 
 
 @dataclass(frozen=True)
@@ -239,9 +245,8 @@ def load_catalog(catalogs: Path, prices: Path | None = None, now: datetime | Non
 
 
 def gather(options: Options, now: datetime | None = None, known: Computed | None = None) -> Inputs:
-    """Read and validate every input; raise one BuildError listing all problems. What an earlier
-    build read, validated and computed from the same inputs (memo.py) is not read again: the
-    catalogs, snapshots and translations."""
+    """Read and validate every input; raise one BuildError listing all problems. What the preview
+    computed from the same inputs (`known`) is not read again: the catalogs, snapshots and translations."""
     problems = Problems()
     catalog = known.catalog if known else read_catalog(options.catalogs, options.prices, problems, now)
     site_path = options.content / "site.yaml"
@@ -299,19 +304,32 @@ def _warnings(catalog: Catalog, site: Site, now: datetime) -> tuple[str, ...]:
     return (warning,) if warning else ()
 
 
+@dataclass
+class Session:
+    """What the preview keeps between its rebuilds, in its own process: the figures of the last
+    build, its pages with their keys, and the files it wrote into the preview's folder."""
+
+    computed: Computed | None = None
+    pages: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # output -> (key, bytes)
+    written: dict[str, bytes] = field(default_factory=dict)
+
+
 def build(
     options: Options,
     now: datetime | None = None,
     report: Callable[[str], None] | None = None,
     checked: bool = False,
     read: dict[str, bytes] | None = None,
+    session: Session | None = None,
 ) -> BuildResult:
-    """Gather, compute and render everything; only then write the output folder.
+    """Gather, compute and render everything; only then write the output.
 
-    A folder already built from the same inputs is checked and left as it is (see fingerprint.py;
-    `checked`: the caller has just done that, on the inputs it read, `read`); otherwise it is
-    locked from the write's start to its end (a second build into it stops). `report` hears, as
-    they happen, what the writer did besides the build (recovering from a killed one).
+    An output whose live version was built from the same inputs is left as it is (see
+    fingerprint.py; `checked`: the caller has just done that, on the inputs it read, `read`);
+    otherwise it is locked for the whole build (a second build into it stops at once) and a new
+    version published (versions.py). `report` hears, as they happen, what the writer did besides
+    the build. With a `session` (the preview), the output is the preview's own folder, written in
+    place, and what the session holds from the last build is used again.
 
     The garbage collector does not run meanwhile: its passes over the catalog, the figures and the
     pages cost a seventh of the rendering (1,597 pages in one process: 7.6 s with them, 6.6 s
@@ -322,53 +340,54 @@ def build(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _build(options, now, report, checked, read)
+        started = time.perf_counter()
+        if read is None:  # read before gathering: a file saved meanwhile makes the next build look again
+            read = read_inputs(options)
+        if session is not None:
+            return _build(options, now or datetime.now(UTC), read, started, session)
+        same = None if checked else unchanged(options, now, fingerprint(options, read))
+        if same is not None:
+            return same
+        with Output(options.out, report, _label(options.host)) as output:
+            return _build(options, now or datetime.now(UTC), read, started, output)
     finally:
         if collecting:
             gc.enable()
 
 
-def _build(
-    options: Options, now: datetime | None, report: Callable[[str], None] | None, checked: bool, read: dict[str, bytes] | None
-) -> BuildResult:
-    started = time.perf_counter()
-    if read is None:  # read before gathering: a file saved meanwhile makes the next build look again
-        read = read_inputs(options)
-    stamp = fingerprint(options, read)
-    same = None if checked else unchanged(options, now, stamp)
-    if same is not None:
-        return same
-    moment, cache = now or datetime.now(UTC), template_cache(options.project)
-    ahead = CompilingAhead(options.templates, options.translations, cache, options.jobs)  # while the inputs are read and computed
+def _build(options: Options, moment: datetime, read: dict[str, bytes], started: float, target: Output | Session) -> BuildResult:
+    """The build's stages, into the output (a new version) or the preview's folder (a session)."""
+    # the layouts compiled while the inputs are read and the figures computed
+    ahead = CompilingAhead(options.templates, options.translations, template_cache(options.project), options.jobs)
     key = computed_key(read, options.prices, moment)
-    known = None if options.force else recall(cache, key, moment)
+    session = target if isinstance(target, Session) else None
+    known = session.computed if session and session.computed and session.computed.key == key else None
     inputs = gather(options, moment, known)
     if known is None:
         messages = {language.code: compile_translations(options.translations, language.code) for language in inputs.site.languages}
-        known = Computed(key, inputs.catalog, site_figures(inputs.catalog), messages, moment)
-        if computed_key(read_inputs(options), options.prices, moment) == key:  # no input was saved while it was read
-            remember(cache, known)
+        known = Computed(key, inputs.catalog, site_figures(inputs.catalog), messages)
     pages = plan_pages(inputs.site, subjects(inputs.catalog))
     outputs = [
         *((page.output, page.lang, content_label(page)) for page in pages),
         *((name, lang, "") for name, lang in own_files(inputs.site)),
     ]
-    keys = page_keys(read, outputs)
-    earlier = None if options.force else earlier_pages(options.out, keys)
-    words = words_key(read, key)
+    keys = page_keys(read, outputs, f"{moment.date()}|{options.prices}") if session else None
     ahead.wait()
-    rendering = site_rendering(inputs, options.jobs, earlier, known, keys, key, words)
-    facts = {**input_facts(inputs), "pages": rendering.pages, "stamps": rendering.stamps, "figures": key, "words": words}
-    if options.in_place:
-        summary = write_in_place(options.out, rendering.files, stamp, facts)
+    rendering = site_rendering(inputs, options.jobs, known, session.pages if session else None, keys)
+    files = with_host_files(rendering.files, options.host, _label(options.host))
+    summary: WriteSummary
+    if session is not None:
+        summary = write_in_place(options.out, files, session.written)
+        session.computed, session.written = known, files
+        session.pages = {output: (key, rendering.files[output]) for output, key in (keys or {}).items()}
     else:
-        with OutputFolder(options.out, report) as folder:
-            summary = folder.write(rendering.files, stamp, facts)
+        assert isinstance(target, Output)
+        summary = target.publish(files, fingerprint(options, read), input_facts(inputs))
     return BuildResult(summary, time.perf_counter() - started, inputs.warnings, summary.pages, rendering.rendered)
 
 
 def input_facts(inputs: Inputs) -> dict[str, object]:
-    """What the marker records for the no-change check (fingerprint.clock_facts): a snapshot is in
+    """What the version's record keeps for the no-change check (fingerprint.clock_facts): a snapshot is in
     the future until its taken_at less the allowed skew; the newest of the folder's counts."""
     catalog = inputs.catalog
     moments = [catalog.snapshot.taken_at, *(snapshot_time(name) for name in catalog.earlier_snapshots)]
@@ -377,7 +396,7 @@ def input_facts(inputs: Inputs) -> dict[str, object]:
 
 
 def check(options: Options, now: datetime | None = None) -> Inputs:
-    """Validate every input and render every page in memory; write nothing."""
+    """Validate every input and render every page in memory, the host's files joined; write nothing."""
     inputs = gather(options, now)
-    render_site(inputs)
+    with_host_files(render_site(inputs), options.host, _label(options.host))
     return inputs

@@ -1,18 +1,20 @@
-"""The command line: parses options and calls one pipeline function per command."""
+"""The command line, `gpumem` (and `python -m gpumem`): one click group whose commands parse
+options and call one function each.
+
+The pipeline (Jinja, Babel, YAML, the engines) is imported inside the commands that need it, so a
+rebuild that finds nothing changed (fingerprint.unchanged) answers with only click loaded.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import click
 
 from .errors import BuildError
-from .options import Options, built_line, parallel_jobs, project_options
-from .speed import DEFAULT_OUTPUT, DEFAULT_PROMPT
-
-# The pipeline (Jinja, Babel, YAML) is imported inside the commands that need it, so a rebuild
-# that finds nothing changed (fingerprint.unchanged) answers before loading it.
+from .options import BuildResult, Options, built_line, parallel_jobs, project_options
 
 PATH = click.Path(path_type=Path)
 
@@ -23,7 +25,22 @@ def source_options(command):  # noqa: ANN001, ANN201 - a click decorator
     command = click.option("--prices", type=PATH, help="Price snapshot file (default: the newest in CATALOGS/prices/).")(command)
     command = click.option("--content", type=PATH, help="Content folder (default: the project's content/).")(command)
     command = click.option("--catalogs", type=PATH, help="Folder with models.yaml, gpus.yaml, rules.yaml and prices/.")(command)
-    return command
+    return click.option("--host", type=PATH, help="Folder of the host's own files, copied into the site (default: the project's host/).")(
+        command
+    )
+
+
+def build_options(command):  # noqa: ANN001, ANN201 - a click decorator
+    """What `build` and `gh-deploy` share besides the inputs: where to write, and how."""
+    command = click.option(
+        "--jobs", type=click.IntRange(1, 64), help="Rendering processes (default: 2 where fork exists and 2 CPUs are free, else 1)."
+    )(command)
+    command = click.option("--force", is_flag=True, help="Render every page even when the inputs are unchanged since the last build.")(
+        command
+    )
+    return click.option("--out", type=PATH, help="Output path, a link to the site's current version (default: the project's site/).")(
+        command
+    )
 
 
 def options_from(
@@ -32,6 +49,16 @@ def options_from(
     """Options for the project folder the group was given, with any folder pointed elsewhere."""
     project = click.get_current_context().find_root().params.get("project")
     return project_options(project, catalogs=catalogs, content=content, prices=prices, strict=strict, out=out, **rest)
+
+
+def built(options: Options) -> BuildResult:
+    """`gpumem build` with these options, its warnings and its line said."""
+    from .fingerprint import build_if_changed
+
+    result = build_if_changed(options, say)
+    warn(result.warnings)
+    click.echo(built_line(result))
+    return result
 
 
 def warn(warnings: tuple[str, ...]) -> None:
@@ -73,27 +100,35 @@ def main(project: Path | None) -> None:
 
 @main.command("build")
 @source_options
-@click.option("--out", type=PATH, help="Output folder (default: the project's site/).")
-@click.option("--force", is_flag=True, help="Render every page even when the inputs are unchanged since the last build.")
-@click.option("--jobs", type=click.IntRange(1, 64), help="Rendering processes (default: 2 where fork exists and 2 CPUs are free, else 1).")
-def build_command(
-    catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None, force: bool, jobs: int | None
-) -> None:
-    """Build the site; rewrite only files whose bytes change, remove only files gpumem wrote."""
-    from .entry import run_build
+@build_options
+def build_command(jobs: int | None, **options: Any) -> None:
+    """Build the site as a new version and point the output path at it."""
+    built(options_from(**options, jobs=jobs or parallel_jobs()))
 
-    result = run_build(options_from(catalogs, content, prices, strict, out, force=force, jobs=jobs or parallel_jobs()), say)
-    warn(result.warnings)
-    click.echo(built_line(result))
+
+@main.command("gh-deploy")
+@source_options
+@build_options
+@click.option("--remote", default="origin", show_default=True, help="Git remote to push to.")
+@click.option("--branch", default="gh-pages", show_default=True, help="Branch that gets the site as its whole content.")
+@click.option("--message", default="Site built by gpumem", show_default=True, help="The commit's message.")
+def gh_deploy_command(jobs: int | None, remote: str, branch: str, message: str, **options: Any) -> None:
+    """Build the site, then commit it to a branch of the project's repository and push it (GitHub Pages)."""
+    from .hosting import gh_deploy
+
+    chosen = options_from(**options, jobs=jobs or parallel_jobs())
+    built(chosen)
+    gh_deploy(Path(os.path.realpath(chosen.out)), chosen.project, remote, branch, message)
+    click.echo(f"published {chosen.out} to {remote} {branch}")
 
 
 @main.command("check")
 @source_options
-def check_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool) -> None:
+def check_command(**options: Any) -> None:
     """Validate every input and render every page in memory; write nothing."""
     from .build import check
 
-    inputs = check(options_from(catalogs, content, prices, strict))
+    inputs = check(options_from(**options))
     warn(inputs.warnings)
     catalog = inputs.catalog
     click.echo(
@@ -172,8 +207,8 @@ def prices_diff(old: Path, new: Path, catalogs: Path | None) -> None:
 @click.option("--catalogs", type=PATH, help="Folder with models.yaml, gpus.yaml, rules.yaml and prices/.")
 @click.option("--speed", "with_speed", is_flag=True, help="Also print tokens/s and US$ per million tokens per configuration.")
 @click.option("--gpu", "gpu_id", help="With --speed: this GPU x --gpus only, on offer or not.")
-@click.option("--prompt", type=int, default=DEFAULT_PROMPT, show_default=True, help="With --speed: prompt tokens per request.")
-@click.option("--output", type=int, default=DEFAULT_OUTPUT, show_default=True, help="With --speed: output tokens per request.")
+@click.option("--prompt", type=int, help="With --speed: prompt tokens per request (default 1,000).")
+@click.option("--output", type=int, help="With --speed: output tokens per request (default 1,000).")
 def estimate_command(
     model_id: str | None,
     config: Path | None,
@@ -182,12 +217,15 @@ def estimate_command(
     catalogs: Path | None,
     with_speed: bool,
     gpu_id: str | None,
-    prompt: int,
-    output: int,
+    prompt: int | None,
+    output: int | None,
     **options: Any,
 ) -> None:
     """One workload's memory per GPU, and the cheapest configurations on offer that hold it."""
-    from . import estimate, estimate_speed, estimate_training
+    from . import estimate, estimate_speed, estimate_training, speed
+
+    prompt = speed.DEFAULT_PROMPT if prompt is None else prompt
+    output = speed.DEFAULT_OUTPUT if output is None else output
 
     if (model_id is None) == (config is None):
         raise click.UsageError("give exactly one of --model ID or --config PATH")
@@ -236,14 +274,14 @@ def models_add(config: Path, model_id: str | None, name: str | None, source: str
 @main.command("serve")
 @source_options
 @click.option("--port", type=int, default=8000, show_default=True)
-def serve_command(catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, port: int) -> None:
+def serve_command(port: int, **options: Any) -> None:
     """Preview the site on 127.0.0.1, rebuilding when a source file changes.
 
     The preview is built in a temporary folder of its own (removed at exit), never in site/.
     """
     from .serve import serve
 
-    serve(options_from(catalogs, content, prices, strict), port)
+    serve(options_from(**options), port)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,13 @@
 
 A build's output depends on its input files, this package's code, the libraries it declares and
 Python, and on the clock only through checks (a snapshot in the future, an old snapshot's
-warning). So a folder whose marker records the same digest, built at a time whose checks still
-hold, is the site this build would write: the build stops there, without importing Jinja, Babel
-or YAML.
+warning). So a live version whose record (versions.py, in the hidden folder beside the output,
+not in the published site) holds the same digest, built at a time whose checks still hold, and
+whose files are as recorded, is the site this build would write: the build stops there, without
+importing Jinja, Babel or YAML. Only click and this module's few imports are loaded before it.
+
+The preview keeps its last build in memory (build.Session) and renders again only the pages whose
+key (page_keys) changed, and computes the figures again only when their key (computed_key) did.
 """
 
 from __future__ import annotations
@@ -13,16 +17,19 @@ import functools
 import hashlib
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .marker import read_regular
 from .options import MAX_FILE_BYTES, BuildResult, Options
-from .write import already_built
+from .versions import Output
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 CODE = Path(__file__).resolve().parent  # this package's own code, part of the fingerprint
 SKIPPED = ("__pycache__",)
@@ -132,32 +139,26 @@ def _own(label: str) -> bool:
     return label.startswith("translations/") or (label.startswith("content/") and label.endswith(".md"))
 
 
-def _snapshot(label: str) -> bool:
-    """A price snapshot (the folder's, or the one --prices names)."""
-    return label == "snapshot" or label.startswith("catalogs/prices/")
-
-
-def words_key(files: dict[str, bytes], computed: str) -> str:
-    """A digest of all the snapshot stamp's words are rendered from (templates/_stamp.html): the
-    computed part's key (memo.computed_key: the snapshot, the strings, the code, the day) and the
-    templates. The last build's words serve while it is the same."""
-    digest = hashlib.sha256(computed.encode())
+def computed_key(files: dict[str, bytes], prices: Path | None, now: datetime) -> str:
+    """The digest of all the figures, the catalog and the compiled strings depend on: every input
+    but the Markdown and the templates, the code, the libraries, --prices and the day (price
+    checks are dated)."""
+    digest = hashlib.sha256()
     for label, content in files.items():
-        if label.startswith("templates/"):
+        if not label.startswith("templates/") and not (label.startswith("content/") and label.endswith(".md")):
             update_digest(digest, label, content)
+    digest.update("|".join([*dependency_versions(), str(prices), now.date().isoformat()]).encode())
     return digest.hexdigest()
 
 
-def page_keys(files: dict[str, bytes], pages: Iterable[tuple[str, str, str]]) -> dict[str, str]:
+def page_keys(files: dict[str, bytes], pages: Iterable[tuple[str, str, str]], day: str) -> dict[str, str]:
     """For each page (its output, its language, its content file's label or ""), a digest of all
-    that its rendering reads but the snapshots: every input but other languages' strings, other
-    pages' Markdown and the price snapshots, whose figures a page depends on only as far as it read
-    them (incremental.py). A page whose key is the one the last build recorded, and whose snapshot
-    figures are the same, renders to the same bytes (build.py keeps them): editing one content file
-    renders one page again, and a new snapshot renders the pages whose figures it changes."""
-    shared = hashlib.sha256()
+    that its rendering reads: every input but other languages' strings and other pages' Markdown,
+    and the day. A page whose key is the one it had is the same page: editing one content file
+    renders one page again (build.Session)."""
+    shared = hashlib.sha256(day.encode())
     for label, content in files.items():
-        if not _own(label) and not _snapshot(label):
+        if not _own(label):
             update_digest(shared, label, content)
     shared.update("|".join(dependency_versions()).encode())
     strings: dict[str, bytes] = {}
@@ -177,12 +178,16 @@ def page_keys(files: dict[str, bytes], pages: Iterable[tuple[str, str, str]]) ->
 def _bounded_bytes(path: Path) -> bytes:
     """An input file's bytes, at most one past the loader's limit; a mark for anything else (a
     device, a pipe, a missing file), whose problem the build that follows reports."""
-    content = read_regular(path, follow_links=True, limit=MAX_FILE_BYTES + 1)
-    return b"\0not a readable regular file" if content is None else content
+    try:  # non-blocking: a pipe is never waited on
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return b"\0not a readable regular file"
+    with os.fdopen(fd, "rb") as stream:
+        return stream.read(MAX_FILE_BYTES + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b"\0not a readable regular file"
 
 
 def clock(now: datetime | None) -> str:
-    """A UTC time as markers record it (whole seconds, so the text sorts as the time does)."""
+    """A UTC time as records hold it (whole seconds, so the text sorts as the time does)."""
     return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -218,15 +223,28 @@ def _still_holds(facts: dict[str, object], now: datetime, strict: bool, warnings
 
 
 def unchanged(options: Options, now: datetime | None = None, stamp: str | None = None) -> BuildResult | None:
-    """The result of a build that finds its output folder already built from these inputs (whose
-    fingerprint is `stamp`, when the caller has taken it), and whose checks of the clock still
-    hold; None when it has to build (or --force says so)."""
+    """The result of a build that finds the output's live version built from these inputs (whose
+    fingerprint is `stamp`, when the caller has taken it), whose checks of the clock still hold;
+    None when it has to build (or --force says so)."""
     if options.force:
         return None
     started = time.perf_counter()
     stamp, moment = stamp or fingerprint(options), now or datetime.now(UTC)
     warnings: list[str] = []
-    summary = already_built(options.out, stamp, lambda facts: _still_holds(facts, moment, options.strict, warnings))
+    summary = Output(options.out).published(stamp, lambda facts: _still_holds(facts, moment, options.strict, warnings))
     if summary is None:
         return None
     return BuildResult(summary, time.perf_counter() - started, tuple(warnings), summary.pages)
+
+
+def build_if_changed(options: Options, report: Callable[[str], None]) -> BuildResult:
+    """`gpumem build`: the no-change check, and only when it finds work is the pipeline imported,
+    the build going on from the inputs that check read and hashed. A BuildError is the caller's to
+    show; `report` hears what the writer did besides the build."""
+    read = read_inputs(options)
+    result = unchanged(options, stamp=fingerprint(options, read))
+    if result is None:
+        from .build import build
+
+        result = build(options, report=report, checked=True, read=read)
+    return result

@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .marker import WriteSummary
-
 # No input of a build comes near this; a larger file is a mistake (or /dev/zero), not a catalog.
 MAX_FILE_BYTES = 20_000_000
 
@@ -25,11 +23,11 @@ class Options:
     catalogs: Path
     content: Path
     out: Path
+    host: Path  # the pass-through folder: the host's own files, copied into every build (hosting.py)
     prices: Path | None = None
     strict: bool = False
     force: bool = False
     jobs: int = 1
-    in_place: bool = False  # the preview's own folder: changed files replaced where they stand (write_preview.write_in_place)
 
     @property
     def templates(self) -> Path:
@@ -46,15 +44,22 @@ class Options:
     @property
     def sources(self) -> dict[str, Path]:
         """The folders a build reads, by their role (the no-change check's labels, the preview's watch)."""
-        return {"catalogs": self.catalogs, "content": self.content, "templates": self.templates, "translations": self.translations}
+        folders = {"catalogs": self.catalogs, "content": self.content, "templates": self.templates, "translations": self.translations}
+        return {**folders, "host": self.host}
 
 
 def project_options(
-    project: Path | None = None, *, catalogs: Path | None = None, content: Path | None = None, out: Path | None = None, **rest: Any
+    project: Path | None = None,
+    *,
+    catalogs: Path | None = None,
+    content: Path | None = None,
+    out: Path | None = None,
+    host: Path | None = None,
+    **rest: Any,
 ) -> Options:
     """Options for a project folder (default: the current one), with any folder pointed elsewhere."""
     root = (project or Path.cwd()).absolute()
-    return Options(root, catalogs or root / "catalogs", content or root / "content", out or root / "site", **rest)
+    return Options(root, catalogs or root / "catalogs", content or root / "content", out or root / "site", host or root / "host", **rest)
 
 
 def template_cache(project: Path) -> Path | None:
@@ -100,12 +105,23 @@ def parallel_jobs() -> int:
 
 
 @dataclass(frozen=True)
+class WriteSummary:
+    """What a write did, counted against the site it replaced."""
+
+    written: int
+    unchanged: int
+    removed: int
+    notes: tuple[str, ...] = ()  # what the writer did besides the build: a killed build's folder reused
+    pages: int = 0  # the HTML files of the site
+
+
+@dataclass(frozen=True)
 class BuildResult:
     summary: WriteSummary
     seconds: float
     warnings: tuple[str, ...]
     pages: int
-    rendered: int = 0  # of the pages: how many were rendered (the others kept from the last build)
+    rendered: int = 0  # of the pages: how many were rendered (the preview keeps the others from its last build)
 
 
 def built_line(result: BuildResult) -> str:

@@ -1,9 +1,7 @@
-"""Stage 4, over the whole site: every page and file rendered in memory, or kept from the last build.
-
-A page is kept when nothing it read changed (its price-free key, fingerprint.page_keys, and the
-snapshot figures it read, incremental.py); the others are rendered, in forked processes where that
-pays off, and every page gets the snapshot's stamp set in. Nothing here writes: build.py hands the
-files to the writer.
+"""Stage 4, over the whole site: every page and file rendered in memory, in forked processes where
+that pays off. The preview (build.Session) hands back its last build's pages with their keys: a
+page whose key (fingerprint.page_keys) is the same is taken from there, not rendered. Nothing here
+writes: build.py hands the files to the writer.
 """
 
 from __future__ import annotations
@@ -11,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import re
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -22,11 +21,8 @@ from . import compute
 from .assets import headers, publish
 from .compute_calculator import model_query
 from .errors import BuildError
-from .figures import site_figures
-from .incremental import PIECES, Read, StampWords, Values, finalize, read_paths, stamp_texts, substitutable, unstamp, watched
+from .figures import SiteFigures, site_figures
 from .load import snapshot_time
-from .marker import Earlier
-from .memo import Computed
 from .options import template_cache
 from .pages import KINDS, Page, breadcrumbs, plan_pages
 from .records import Catalog, Site
@@ -35,8 +31,9 @@ from .render import Renderer
 if TYPE_CHECKING:
     from .build import Inputs
 
-Out = TypeVar("Out")  # what rendering a page gives: its bytes and what it read
+Out = TypeVar("Out")  # what rendering a page gives
 ROOT_PAGES = ("index.html", "404.html")
+STAMP_PIECE = re.compile(r"<(\w+)>(.*?)</\1>", re.S)  # a piece of templates/_stamp.html: <date>…</date>
 
 
 def subjects(catalog: Catalog) -> dict[str, list[str]]:
@@ -58,37 +55,41 @@ def own_files(site: Site) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
+class Computed:
+    """What a build computes before rendering, and the key of the inputs it comes from
+    (fingerprint.computed_key): the validated catalog, every page's figures, the compiled strings."""
+
+    key: str
+    catalog: Catalog
+    figures: SiteFigures
+    messages: dict[str, bytes]  # by language, its .mo (render.compile_translations)
+
+
+@dataclass(frozen=True)
 class Rendering:
-    """Every output file, and what the marker records for the next build to keep pages by."""
+    """Every output file, and how many of the HTML files were rendered (not taken as they were)."""
 
     files: dict[str, bytes]
-    pages: dict[str, dict[str, Any]]
-    stamps: dict[str, dict[str, str]]
-    rendered: int  # HTML files rendered, not kept
+    rendered: int
 
 
-def render_site(inputs: Inputs, jobs: int = 1, earlier: Earlier | None = None, computed: Computed | None = None) -> dict[str, bytes]:
+def render_site(inputs: Inputs, jobs: int = 1, computed: Computed | None = None) -> dict[str, bytes]:
     """Every output file, as bytes, computed in memory before anything is written (site_rendering)."""
-    return site_rendering(inputs, jobs, earlier, computed).files
+    return site_rendering(inputs, jobs, computed).files
 
 
 def site_rendering(
     inputs: Inputs,
     jobs: int = 1,
-    earlier: Earlier | None = None,
     computed: Computed | None = None,
+    earlier: dict[str, tuple[str, bytes]] | None = None,
     keys: dict[str, str] | None = None,
-    figures_key: str = "",
-    words_key: str = "",
 ) -> Rendering:
     """Every output file, as bytes, computed in memory before anything is written.
 
-    A page is kept from `earlier` (not rendered) when its price-free key (`keys`) is the one the
-    last build recorded and every snapshot figure it read then digests as before (incremental.py);
-    `computed` holds the catalog's figures and compiled strings when an earlier build made them
-    (memo.py). Figures of the key the last build's were (`figures_key`) are its figures, so no
-    value a page read need be looked up again; nor are the stamp's words rendered again when their
-    key (`words_key`) is the last build's. With jobs > 1 the pages are shared among forked processes (the rendering is pure).
+    `computed` holds the catalog's figures and compiled strings when they were made already; a file
+    of `earlier` (output -> its key and bytes) whose key is the one in `keys` is taken as it is.
+    With jobs > 1 the pages are shared among forked processes (the rendering is pure).
     """
     options, catalog, site = inputs.options, inputs.catalog, inputs.site
     figures = computed.figures if computed else site_figures(catalog)
@@ -129,38 +130,27 @@ def site_rendering(
     )
     first = languages[0]
 
-    def stamp_of(lang: str) -> dict[str, Markup]:
-        return stamp_texts(renderer.render("_stamp.html", {**common, **renderer.language_context(lang, currency)}))
+    def context_of(lang: str) -> dict[str, Any]:
+        return {**common, **renderer.language_context(lang, currency)}
 
-    texts = _earlier_words(earlier, words_key, languages) or {lang: stamp_of(lang) for lang in languages}
-    placeholders = {lang: substitutable(words) for lang, words in texts.items()}
-    values = Values(common)
-    outputs = [(page.output, page.lang) for page in pages] + [(name, lang or first) for name, lang in own_files(site)]
-    same = bool(figures_key) and earlier is not None and earlier.figures == figures_key
-    kept = _unchanged_outputs(outputs, earlier, keys, None if same else values) if earlier and keys else {}
+    # The snapshot's stamp (stamp.line, stamp.date…), rendered once per language for every page.
+    stamps = {lang: stamp_words(renderer.render("_stamp.html", context_of(lang))) for lang in languages}
 
-    def context_of(lang: str, log: set[Read]) -> dict[str, Any]:
-        stamp = StampWords(texts[lang], placeholders[lang], log)
-        return {**common, **watched(common, log), **renderer.language_context(lang, currency), "stamp": stamp}
-
-    def render(page: Page) -> tuple[bytes, list[Read]]:
-        log: set[Read] = {("snapshot", "currency")}
-        context = {**context_of(page.lang, log), "page": page}
+    def render(page: Page) -> bytes:
+        context = {**context_of(page.lang), "stamp": stamps[page.lang], "page": page}
         if KINDS[page.key].has_content:
             context["content"] = renderer.content(inputs.content[(page.lang, page.key)], context)
-        return renderer.render(page.template, context).encode(), sorted(log)
+        return renderer.render(page.template, context).encode()
 
-    def render_own(name: str, lang: str) -> tuple[bytes, list[Read]]:
-        log: set[Read] = {("snapshot", "currency")}
+    def render_own(name: str, lang: str) -> bytes:
         if lang:  # for hosts that serve the nearest 404.html: one in each language's folder
-            html = renderer.render("not-found.html", context_of(lang, log))
-        else:
-            root = {**context_of(first, log), "pages": pages}
-            root["translations"] = [(language, renderer.strings[language.code]["_"]) for language in site.languages]
-            root["translate"] = {language.code: renderer.strings[language.code]["_"] for language in site.languages}
-            html = renderer.render(name, root)
-        return html.encode(), sorted(log)
+            return renderer.render("not-found.html", {**context_of(lang), "stamp": stamps[lang]}).encode()
+        root = {**context_of(first), "stamp": stamps[first], "pages": pages}
+        root["translations"] = [(language, renderer.strings[language.code]["_"]) for language in site.languages]
+        root["translate"] = {language.code: renderer.strings[language.code]["_"] for language in site.languages}
+        return renderer.render(name, root).encode()
 
+    kept = {output: content for output, (key, content) in (earlier or {}).items() if keys and keys.get(output) == key}
     due = tuple(page for page in pages if page.output not in kept)
     parallel = jobs > 1 and len(due) > 1
     if parallel:  # else a language's formats are loaded when a page of it is rendered
@@ -169,56 +159,22 @@ def site_rendering(
     if problems:
         raise BuildError(sorted(set(problems), key=problems.index))
     rendered.update({name: render_own(name, lang) for name, lang in own_files(site) if name not in kept})
-    files, records = {}, {}
-    for output, lang in outputs:
-        raw, paths, deps = kept[output] if output in kept else (*rendered[output], "")
-        files[output], places = finalize(raw, texts[lang])
-        if keys is not None:
-            record = {"key": keys[output], "deps": deps or values.digest(paths), "paths": [list(path) for path in paths]}
-            records[output] = {**record, "stamps": [list(place) for place in places]}
+    files = {
+        output: kept[output] if output in kept else rendered[output]
+        for output in [page.output for page in pages] + [n for n, _ in own_files(site)]
+    }
     extra = dict(assets.files)
     extra["_headers"] = headers({**files, **extra}, site.base_path)
     clash = sorted(set(extra) & set(files))
     if clash:  # check_outputs keeps pages apart; this keeps them off the site's own files
         raise BuildError([f"{name}: a page and the site's own file would both be written here" for name in clash])
-    stamps = {lang: {piece: str(text) for piece, text in words.items()} for lang, words in texts.items()}
-    count = sum(1 for output, _ in outputs if output not in kept and output.endswith(".html"))
-    return Rendering({**files, **extra}, records, stamps, count)
+    count = sum(1 for output in rendered if output.endswith(".html"))
+    return Rendering({**files, **extra}, count)
 
 
-def _earlier_words(earlier: Earlier | None, key: str, languages: list[str]) -> dict[str, dict[str, Markup]] | None:
-    """The stamp's words the last build set in, by language, when they were rendered from what this
-    build's would be (the same key) and the marker holds them whole."""
-    if earlier is None or not key or earlier.words != key:
-        return None
-    words = {}
-    for lang in languages:
-        pieces = earlier.stamps.get(lang)
-        if not isinstance(pieces, dict) or set(pieces) != set(PIECES) or not all(isinstance(text, str) for text in pieces.values()):
-            return None
-        words[lang] = {piece: Markup(text) for piece, text in pieces.items()}
-    return words
-
-
-def _unchanged_outputs(
-    outputs: list[tuple[str, str]], earlier: Earlier, keys: dict[str, str], values: Values | None
-) -> dict[str, tuple[bytes, list[Read], str]]:
-    """The last build's files (as rendered, the stamp's words taken out), what they read and its
-    digest, for those whose price-free key and snapshot figures read are this build's; `outputs`
-    pairs each file with its stamp's language; no `values`: the figures are the last build's."""
-    kept = {}
-    for output, lang in outputs:
-        record = earlier.records.get(output)
-        if not isinstance(record, dict) or record.get("key") != keys.get(output) or output not in earlier.files:
-            continue
-        paths, deps = read_paths(record.get("paths")), record.get("deps")
-        if paths is None or not isinstance(deps, str) or (values is not None and values.digest(paths) != deps):
-            continue
-        words = earlier.stamps.get(lang)
-        raw = unstamp(earlier.files[output], record.get("stamps"), words) if isinstance(words, dict) else None
-        if raw is not None:
-            kept[output] = (raw, paths, deps)
-    return kept
+def stamp_words(rendered: str) -> dict[str, Markup]:
+    """The pieces of templates/_stamp.html as rendered for one language, by name."""
+    return {name: Markup(text.strip()) for name, text in STAMP_PIECE.findall(rendered)}
 
 
 def render_pages(pages: Iterable[Page], render: Callable[[Page], Out]) -> tuple[dict[str, Out], list[str]]:

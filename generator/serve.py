@@ -2,11 +2,13 @@
 source changes, and reload the open browser tabs.
 
 The preview never writes the project's output folder (`site/`), so it cannot collide with
-`gpumem build`; its folder is created at start and removed at exit (Ctrl+C or SIGTERM). The
-watcher outlives any error: bad input or an unexpected exception is printed, shown in the open
-pages, the last good build stays on show, and the next save rebuilds. Pages are given a few lines
-of script as they are served (never in the files): they listen to server-sent events and reload
-after each good build.
+`gpumem build`; its folder is created at start and removed at exit (Ctrl+C or SIGTERM), and
+written in place (tree.write_in_place): no one else reads or writes it. Its process keeps what the
+last build made (build.Session): a content edit renders its page alone, and the figures are
+computed again only when what they are made of changes. The watcher outlives any error: bad input
+or an unexpected exception is printed, shown in the open pages, the last good build stays on
+show, and the next save rebuilds. Pages are given a few lines of script as they are served (never
+in the files): they listen to server-sent events and reload after each good build.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from types import FrameType
 
 import click
 
-from .build import build
+from .build import Session, build
 from .errors import BuildError
 from .options import Options
 from .watch import POLL, Sources
@@ -84,11 +86,12 @@ def unexpected(when: str) -> str:
     return text
 
 
-def rebuild(options: Options, preview: Preview | None = None) -> None:
-    """Build once, reporting any problem or error without stopping the preview."""
+def rebuild(options: Options, preview: Preview | None = None, session: Session | None = None) -> None:
+    """Build once (with what `session` keeps of the last build), reporting any problem or error
+    without stopping the preview."""
     error: str | None = None
     try:
-        result = build(options, report=say)
+        result = build(options, report=say, session=session or Session())
         click.echo(f"rebuilt: {result.summary.written} written, {result.summary.removed} removed in {result.seconds:.2f} s")
     except (BuildError, click.ClickException) as problem:
         error = problem.format_message()
@@ -105,7 +108,9 @@ def source_paths(options: Options) -> list[Path]:
     return [*paths, options.prices] if options.prices else paths
 
 
-def watch(options: Options, sources: Sources, stop: threading.Event, preview: Preview | None = None) -> None:
+def watch(
+    options: Options, sources: Sources, stop: threading.Event, preview: Preview | None = None, session: Session | None = None
+) -> None:
     """Rebuild whenever a source changes, until stop is set; every error is printed and watching goes on."""
     while not stop.is_set():
         try:
@@ -115,7 +120,7 @@ def watch(options: Options, sources: Sources, stop: threading.Event, preview: Pr
             unexpected("while watching the sources")
             stop.wait(POLL)
             continue
-        rebuild(options, preview)
+        rebuild(options, preview, session)
 
 
 def inject(page: bytes, generation: int) -> bytes:
@@ -213,13 +218,13 @@ def serve(options: Options, port: int) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="gpumem-preview-"))
     preview_folder = scratch / "site"
     preview_folder.mkdir()
-    options = dataclasses.replace(options, out=preview_folder, in_place=True)
-    preview, stop = Preview(), threading.Event()
+    options = dataclasses.replace(options, out=preview_folder)
+    preview, stop, session = Preview(), threading.Event(), Session()
     sources = Sources(source_paths(options))  # watching from before the first build: no save is missed
-    watcher = threading.Thread(target=watch, args=(options, sources, stop, preview), daemon=True)
+    watcher = threading.Thread(target=watch, args=(options, sources, stop, preview, session), daemon=True)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        rebuild(options, preview)
+        rebuild(options, preview, session)
         watcher.start()
         with http_server(preview_folder, port, preview) as server:
             click.echo(f"serving {preview_folder} on http://127.0.0.1:{server.server_address[1]}/ (Ctrl+C to stop)")

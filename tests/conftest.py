@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from gpumem import build as pipeline
 from gpumem.build import Options
 from gpumem.serve import served
 
@@ -71,16 +70,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     Path(GUARD.log).unlink(missing_ok=True)
 
 
-@pytest.fixture(autouse=True)
-def computed_afresh(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A test's own builds compute everything and keep nothing (memo.py): a test that patches an
-    engine must neither meet figures an earlier build kept nor leave its own for the next build.
-    tests/test_memo.py tests the memo itself."""
-    if request.module.__name__.rpartition(".")[2] != "test_memo":
-        monkeypatch.setattr(pipeline, "recall", lambda *args: None)
-        monkeypatch.setattr(pipeline, "remember", lambda *args: None)
-
-
 @pytest.fixture
 def inputs(tmp_path: Path) -> Path:
     """A writable copy of the fixture catalogs and the project's content under tmp_path."""
@@ -128,7 +117,7 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project with the fixture catalogs, built once into a temporary folder."""
     from gpumem.build import build
 
-    out = tmp_path_factory.mktemp("site")
+    out = tmp_path_factory.mktemp("built") / "site"
     build(fixture_options(out=out), now=NOW)
     return out
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import re
 import shutil
 import subprocess
@@ -79,21 +78,19 @@ def test_the_garbage_collector_rests_while_a_build_runs_and_is_left_as_it_was(in
 
 
 def test_rebuild_writes_only_what_changed_and_removes_what_no_longer_belongs(inputs):
-    first = build(options_for(inputs), now=NOW)
-    assert (first.pages, first.summary.written, first.summary.unchanged, first.summary.removed) == (337, 348, 0, 0)
-    again = build(options_for(inputs), now=NOW)
-    assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 348, 0)
+    (inputs / "host").mkdir()
+    (inputs / "host/CNAME").write_text("gpumem.example.org\n")  # a file of the host's, copied into the site
+    first = build(options_for(inputs, host=inputs / "host"), now=NOW)
+    assert (first.pages, first.summary.written, first.summary.unchanged, first.summary.removed) == (337, 349, 0, 0)
+    assert (inputs / "site/CNAME").read_text() == "gpumem.example.org\n"
+    again = build(options_for(inputs, host=inputs / "host"), now=NOW)
+    assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 349, 0)
     edit(inputs / "content/en/home.md", "Three questions", "Three plain questions")
-    (inputs / "site/es/old-page").mkdir()
-    (inputs / "site/es/old-page/index.html").write_text("stale")
-    marker = json.loads((inputs / "site/.gpumem-site").read_text())
-    marker["files"]["es/old-page/index.html"] = "digest"  # a page an earlier build wrote
-    (inputs / "site/.gpumem-site").write_text(json.dumps(marker))
-    (inputs / "site/es/notes.txt").write_text("not written by gpumem")
-    third = build(options_for(inputs), now=NOW)
+    (inputs / "host/CNAME").unlink()
+    third = build(options_for(inputs, host=inputs / "host"), now=NOW)
     assert (third.summary.written, third.summary.unchanged, third.summary.removed) == (1, 347, 1)
-    assert not (inputs / "site/es/old-page").exists()
-    assert (inputs / "site/es/notes.txt").read_text() == "not written by gpumem"
+    assert not (inputs / "site/CNAME").exists()
+    assert "Three plain questions" in (inputs / "site/en/index.html").read_text()
 
 
 def test_guide_cells_match_the_engine_and_sizing(built_site):
@@ -209,10 +206,11 @@ def test_cli_build_summary_and_check_writes_nothing(inputs):
 
 def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monkeypatch):
     from gpumem import build as pipeline
+    from gpumem.errors import BuildError
 
     build(options_for(inputs), now=NOW)
     site = inputs / "site"
-    (site / "stray.html").write_text("left behind")
+    (site / "en/index.html").unlink()  # not written in place: the inode is the earlier version's too
     (site / "en/index.html").write_text("tampered")
 
     def no_render(*args, **kwargs):
@@ -223,11 +221,18 @@ def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monk
         build(options_for(inputs), now=NOW)  # the tampered page forces a real build
     monkeypatch.undo()
     repaired = build(options_for(inputs), now=NOW)
-    assert (repaired.summary.written, repaired.summary.removed) == (1, 0)
-    assert (site / "stray.html").read_text() == "left behind"  # not written by gpumem: kept
+    assert (repaired.summary.written, repaired.summary.unchanged, repaired.summary.removed) == (1, 347, 0)
     monkeypatch.setattr(pipeline, "site_rendering", no_render)
     again = build(options_for(inputs), now=NOW)
     assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 348, 0)
+    (site / "stray.html").write_text("left behind")
+    monkeypatch.undo()
+    with pytest.raises(BuildError) as stopped:  # a file no build wrote: named, and nothing is replaced
+        build(options_for(inputs, force=True), now=NOW)
+    assert stopped.value.lines == [
+        f"{site}/stray.html: not written by gpumem; move it into host/, whose files every build copies into the site"
+    ]
+    assert (site / "stray.html").read_text() == "left behind"
 
 
 def test_parallel_and_single_process_rendering_give_the_same_bytes(inputs):

@@ -13,7 +13,7 @@ import pytest
 from gpumem import build as pipeline
 from gpumem import fingerprint as digests
 from gpumem import render_site as rendering
-from gpumem.build import build, project_options
+from gpumem.build import Session, build, project_options
 from gpumem.errors import BuildError
 from gpumem.fingerprint import fingerprint, unchanged
 
@@ -21,7 +21,7 @@ from .conftest import NOW, SNAPSHOT, edit, tree
 from .project import copy_project, published
 
 # The libraries pyproject.toml declares, as the fingerprint names them (normalized distribution names).
-DECLARED = ["babel", "click", "jinja2", "markdown", "markupsafe", "pyyaml", "tdewolff_minify", "watchdog"]
+DECLARED = ["babel", "click", "ghp_import", "jinja2", "markdown", "markupsafe", "pyyaml", "tdewolff_minify", "watchdog"]
 
 
 @pytest.fixture
@@ -99,6 +99,29 @@ def test_each_kind_of_input_changes_the_site(project, path, old, new, page, expe
     assert site == tree(project / "clean")
 
 
+@pytest.fixture
+def preview(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Session, list[str]]:
+    """The preview's folder, built once in a session (what `gpumem serve` keeps in its process),
+    and what the next builds in it compute: the catalog read, the figures, the translations."""
+    session = Session()
+    build(project_options(project, out=project / "preview"), now=NOW, session=session)
+    computing: list[str] = []
+    for name in ("read_catalog", "site_figures", "compile_translations"):
+        original = getattr(pipeline, name)
+        monkeypatch.setattr(
+            pipeline, name, lambda *args, _name=name, _original=original, **kw: computing.append(_name) or _original(*args, **kw)
+        )
+    return project / "preview", session, computing
+
+
+def same_as_a_clean_build(project: Path, folder: Path) -> bool:
+    build(project_options(project, out=project / "clean", force=True), now=NOW)
+    return tree(folder) == tree(project / "clean")
+
+
+EVERYTHING = ["read_catalog", *["compile_translations"] * 5, "site_figures"]  # what a build computes, in order
+
+
 @pytest.mark.parametrize(
     "path, old, new, expected",
     [
@@ -107,30 +130,37 @@ def test_each_kind_of_input_changes_the_site(project, path, old, new, page, expe
         ("content/en/guide-vram.md", "\ndescription: ", "\ndescription: The ", ["en/guides/llm-vram/index.html"]),
     ],
 )
-def test_editing_one_content_file_renders_only_its_page(project, monkeypatch, path, old, new, expected):
+def test_in_the_preview_one_content_edit_renders_its_page_alone_and_computes_nothing(
+    project, preview, monkeypatch, path, old, new, expected
+):
+    folder, session, computing = preview
     rendered = rendered_pages(monkeypatch)
     edit(project / path, old, new)
-    result = build(project_options(project), now=NOW)
-    assert rendered == expected
-    assert result.summary.written == 1
-    build(project_options(project, out=project / "clean", force=True), now=NOW)
-    assert tree(project / "site") == tree(project / "clean")
+    result = build(project_options(project, out=folder), now=NOW, session=session)
+    assert (rendered, result.rendered, result.summary.written, computing) == (expected, 1, 1, [])
+    assert same_as_a_clean_build(project, folder)
 
 
-def test_a_translation_edit_renders_only_its_language(project, monkeypatch):
+def test_in_the_preview_a_translation_edit_renders_its_language_alone(project, preview, monkeypatch):
+    folder, session, computing = preview
     rendered = rendered_pages(monkeypatch)
     edit(project / "translations/pt/LC_MESSAGES/messages.po", 'msgstr "Pular para o conteúdo"', 'msgstr "Ir para o conteúdo"')
-    build(project_options(project), now=NOW)
+    result = build(project_options(project, out=folder), now=NOW, session=session)
     assert len(rendered) == 66 and all(output.startswith("pt/") for output in rendered)
+    assert result.rendered == 66 + 3  # and its 404 page, and the language choice and the 404 page at the top, which show every language
+    assert computing == EVERYTHING  # the strings are compiled with the figures
+    assert same_as_a_clean_build(project, folder)
 
 
-def test_a_page_changed_in_the_output_is_rendered_again(project, monkeypatch):
+def test_in_the_preview_nothing_changed_renders_nothing_and_a_price_renders_everything(project, preview, monkeypatch):
+    folder, session, computing = preview
     rendered = rendered_pages(monkeypatch)
-    page = project / "site/fr/prix/index.html"
-    page.write_text(page.read_text() + "<!-- edited -->")
-    edit(project / "content/en/home.md", "Three questions", "Three hard questions")
-    build(project_options(project), now=NOW)
-    assert sorted(rendered) == ["en/index.html", "fr/prix/index.html"]
+    quiet = build(project_options(project, out=folder), now=NOW, session=session)
+    assert (rendered, quiet.rendered, quiet.summary.written, computing) == ([], 0, 0, [])
+    edit(project / f"catalogs/prices/{SNAPSHOT}", "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 2.05,")
+    result = build(project_options(project, out=folder), now=NOW, session=session)
+    assert (len(rendered), result.rendered, computing) == (330, 337, EVERYTHING)
+    assert same_as_a_clean_build(project, folder)
 
 
 def test_a_file_moved_into_the_assets_is_published(project):
@@ -208,7 +238,7 @@ def test_an_old_snapshot_warns_on_every_rebuild_and_strict_refuses_it(project):
 
 
 def test_a_clock_set_back_checks_the_snapshots_again(project):
-    """The marker says from when no snapshot is in the future; before that, the whole check runs."""
+    """The record says from when no snapshot is in the future; before that, the whole check runs."""
     assert unchanged(project_options(project), now=NOW) is not None
     earlier = datetime(2026, 10, 31, 16, 40, tzinfo=UTC)  # 12 minutes before the snapshot, 5 of skew allowed
     assert unchanged(project_options(project), now=earlier) is None

@@ -73,6 +73,7 @@ def test_every_library_the_code_imports_is_declared():
         "markupsafe": "markupsafe",
         "minify": "tdewolff-minify",
         "watchdog": "watchdog",
+        "ghp_import": "ghp-import",
     }
     imported = set()
     for source in (REPO / "generator").glob("*.py"):

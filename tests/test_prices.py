@@ -180,7 +180,7 @@ def test_diff_lists_gpus_that_appear_and_vanish(root):
 def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
     build(options_for(root), now=NOW)
     site = root / "site"
-    before = {p: p.read_bytes() for p in site.rglob("*") if p.is_file() and p.name != ".gpumem-site"}
+    before = {p: p.read_bytes() for p in site.rglob("*") if p.is_file()}
     one_price_changed(root)
     result = build(options_for(root), now=LATER)
     changed = sorted(str(p.relative_to(site)) for p in before if p.read_bytes() != before[p])

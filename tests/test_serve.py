@@ -128,11 +128,11 @@ def test_the_watcher_outlives_an_unexpected_error_and_rebuilds_on_the_next_save(
     real = serve.build
     calls: list[str] = []
 
-    def crashing_once(options, now=None, report=None):  # noqa: ANN001, ANN202
+    def crashing_once(options, **kwargs):  # noqa: ANN001, ANN003, ANN202
         calls.append("build")
         if calls.count("build") == 1:
             raise RuntimeError("a bug nobody expected")
-        return real(options, now, report)
+        return real(options, **kwargs)
 
     class FlakySources(Sources):
         def wait(self, stop):  # noqa: ANN001, ANN202

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gpumem.build import build, project_options
-from gpumem.write import MARKER
 
 GOLDEN = Path(__file__).resolve().parent
 FIXTURE = GOLDEN / "fixture"
@@ -22,9 +21,9 @@ NOW = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def build_fixture(out: Path) -> str:
-    """The fixture site's pages as one text, built into `out` (assets and the writer's marker left out)."""
+    """The fixture site's pages as one text, built into `out` (assets left out)."""
     build(project_options(GOLDEN.parent.parent, catalogs=FIXTURE / "catalogs", content=FIXTURE / "content", out=out), now=NOW)
-    pages = [p for p in sorted(out.rglob("*")) if p.is_file() and p.name != MARKER and p.parts[len(out.parts)] != "assets"]
+    pages = [p for p in sorted(out.rglob("*")) if p.is_file() and p.parts[len(out.parts)] != "assets"]
     return "".join(f"=== {p.relative_to(out)} ===\n{p.read_text()}" for p in pages)
 
 
