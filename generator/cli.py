@@ -53,7 +53,7 @@ def options_from(
 
 def built(options: Options) -> BuildResult:
     """`gpumem build` with these options, its warnings and its line said."""
-    from .fingerprint import build_if_changed
+    from .rebuild import build_if_changed
 
     result = build_if_changed(options, say)
     warn(result.warnings)

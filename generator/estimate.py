@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from . import deployment
-from .build import load_catalog
 from .errors import BuildError, Problems
 from .hf_config import model_from_config
+from .inputs import load_catalog
 from .load import parse_json, read_text
 from .records import Catalog, Model
 from .records_engines import DeploymentRules

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import training as engine
-from .build import load_catalog
 from .compute_training import holding
 from .errors import BuildError
 from .estimate import Request, model_of, size_text
+from .inputs import load_catalog
 from .records import Model
 from .records_engines import TrainingDefaults
 from .sizing import Configuration, offered_configurations

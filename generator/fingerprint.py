@@ -29,7 +29,7 @@ from .options import MAX_FILE_BYTES, BuildResult, Options
 from .versions import Output
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    pass
 
 CODE = Path(__file__).resolve().parent  # this package's own code, part of the fingerprint
 SKIPPED = ("__pycache__",)
@@ -235,16 +235,3 @@ def unchanged(options: Options, now: datetime | None = None, stamp: str | None =
     if summary is None:
         return None
     return BuildResult(summary, time.perf_counter() - started, tuple(warnings), summary.pages)
-
-
-def build_if_changed(options: Options, report: Callable[[str], None]) -> BuildResult:
-    """`gpumem build`: the no-change check, and only when it finds work is the pipeline imported,
-    the build going on from the inputs that check read and hashed. A BuildError is the caller's to
-    show; `report` hears what the writer did besides the build."""
-    read = read_inputs(options)
-    result = unchanged(options, stamp=fingerprint(options, read))
-    if result is None:
-        from .build import build
-
-        result = build(options, report=report, checked=True, read=read)
-    return result

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .build import read_catalog_files, read_stamp
 from .errors import BuildError, Problems
+from .inputs import read_catalog_files, read_stamp
 from .load import parse_json, parse_yaml, snapshot_files, snapshot_name
 from .read_snapshot import (
     MAX_TEXT,

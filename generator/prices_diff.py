@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import compute
-from .build import load_catalog
 from .compute_api import usd_per_million
 from .figures import SiteFigures, site_figures
+from .inputs import load_catalog
 from .records import Catalog
 from .render import Formats
 from .sizing import Choice, Fit

@@ -29,7 +29,7 @@ from .records import Catalog, Site
 from .render import Renderer
 
 if TYPE_CHECKING:
-    from .build import Inputs
+    from .inputs import Inputs
 
 Out = TypeVar("Out")  # what rendering a page gives
 ROOT_PAGES = ("index.html", "404.html")
