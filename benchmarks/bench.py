@@ -37,8 +37,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.preview import preview_times
-from gpumem.build import gather, project_options
-from gpumem.pages import KINDS
+from gpumem.commands.build import gather
+from gpumem.options import project_options
+from gpumem.pages.routes import KINDS
 
 from .reactions import reload_seconds, snapshots_ms
 
@@ -197,7 +198,7 @@ def recompute_ms(site: Path) -> float:
     """Median over 5 sets of the calculator's mean recompute time over 100 runs, in Chromium."""
     from playwright.sync_api import sync_playwright
 
-    from gpumem.serve import served
+    from gpumem.commands.serve import served
 
     script = """() => {
         const input = document.querySelector('[name="context"]');

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gpumem.serve import served
+from gpumem.commands.serve import served
 
 PROJECT = Path(__file__).resolve().parent.parent
 LIGHTHOUSE = PROJECT / "node_modules/.bin/lighthouse"
@@ -62,7 +62,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         site = args.site
         if site is None:
-            from gpumem.build import build, project_options
+            from gpumem.commands.build import build
+            from gpumem.options import project_options
 
             site = Path(scratch) / "site"
             build(project_options(PROJECT, out=site))

@@ -55,9 +55,9 @@ def reload_seconds(root: Path, saves: int = 5) -> float:
 
 def snapshots_ms(root: Path, count: int = 400, runs: int = 5) -> float:
     """Median milliseconds of choosing the snapshot from a prices folder of `count` snapshots, six hours apart."""
-    from gpumem.build import choose_snapshot
+    from gpumem.catalog.inputs import choose_snapshot
+    from gpumem.catalog.load import snapshot_name
     from gpumem.errors import Problems
-    from gpumem.load import snapshot_name
 
     with tempfile.TemporaryDirectory() as scratch:
         catalogs = Path(scratch) / "catalogs"

@@ -23,7 +23,7 @@ class Options:
     catalogs: Path
     content: Path
     out: Path
-    host: Path  # the pass-through folder: the host's own files, copied into every build (hosting.py)
+    host: Path  # the pass-through folder: the host's own files, copied into every build (output/hosting.py)
     prices: Path | None = None
     strict: bool = False
     force: bool = False

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.build import Options
-from gpumem.serve import served
+from gpumem.commands.serve import served
+from gpumem.options import Options
 
 from .guard.catalog_guard import Guard
 from .javascript import Scripts
@@ -115,7 +115,7 @@ def browser_type_launch_args(browser_type_launch_args):
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project with the fixture catalogs, built once into a temporary folder."""
-    from gpumem.build import build
+    from gpumem.commands.build import build
 
     out = tmp_path_factory.mktemp("built") / "site"
     build(fixture_options(out=out), now=NOW)

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from gpumem.build import Options, project_options
+from gpumem.options import Options, project_options
 
 REPO = Path(__file__).resolve().parent.parent
 CATALOGS = REPO / "tests" / "fixtures" / "catalogs"

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpumem.build import build, load_catalog
-from gpumem.compute import Shop
-from gpumem.compute_api import api_guide
+from gpumem.catalog.inputs import load_catalog
+from gpumem.commands.build import build
+from gpumem.commands.prices_diff import diff
 from gpumem.errors import BuildError
-from gpumem.prices_diff import diff
+from gpumem.figures.apis import api_guide
+from gpumem.figures.shared import Shop
 
 from .conftest import NOW, SNAPSHOT, edit, options_for
 from .project import CATALOGS

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import quickjs
 
-from gpumem.assets import Assets, headers, minify_css, minify_script, publish, published_name
-from gpumem.build import build, project_options
+from gpumem.commands.build import build
 from gpumem.errors import BuildError
+from gpumem.options import project_options
+from gpumem.pages.assets import Assets, headers, minify_css, minify_script, publish, published_name
 
 from .conftest import NOW, edit, line_of
 from .project import REPO, copy_project, published

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.build import build, gather, project_options
+from gpumem.commands.build import build, gather
 from gpumem.errors import BuildError
+from gpumem.options import project_options
 
 from .conftest import NOW, SNAPSHOT, edit, line_of, options_for
 from .project import CATALOGS, REPO, copy_project
@@ -45,7 +46,7 @@ def problems(root: Path, **options) -> list[str]:
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess:
     """`gpumem build` in root; its timeout is far beyond any build, so reaching it means the build hung."""
-    command = [sys.executable, "-m", "gpumem.cli", "--project", str(REPO), "build", "--catalogs", "catalogs", "--content", "content"]
+    command = [sys.executable, "-m", "gpumem", "--project", str(REPO), "build", "--catalogs", "catalogs", "--content", "content"]
     return subprocess.run([*command, "--out", "site", *args], cwd=root, capture_output=True, text=True, timeout=120)
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gpumem import compute, memory
-from gpumem.build import build, gather
+from gpumem.commands.build import build, gather
+from gpumem.engines import memory
+from gpumem.figures import shared
 
 from .conftest import NOW, SNAPSHOT, edit, options_for, tree
 from .project import REPO, fixture_options
@@ -96,7 +97,7 @@ def test_rebuild_writes_only_what_changed_and_removes_what_no_longer_belongs(inp
 def test_guide_cells_match_the_engine_and_sizing(built_site):
     inputs = gather(fixture_options(), now=NOW)
     catalog = inputs.catalog
-    shop = compute.Shop(catalog)
+    shop = shared.Shop(catalog)
     rules = catalog.rules
     for page, ids in (
         ("es/guias/memoria-gpu", ("servir", "ajuste")),
@@ -111,7 +112,7 @@ def test_guide_cells_match_the_engine_and_sizing(built_site):
             model = catalog.model(size.model)
             for precision in rules.serving_precisions:
                 need = memory.serving_gb(rules, size.size_b, precision)
-                expected.append((need, shop.choose(need, model.arch.heads, compute.comfort_gb(catalog, model))))
+                expected.append((need, shop.choose(need, model.arch.heads, shared.comfort_gb(catalog, model))))
         for cell, (need, choice) in zip(serving, expected, strict=True):
             assert float(cell["data-need-gb"]) == need
             assert cell["data-gpus"] == " ".join(o.gpu.id for o in choice.options)
@@ -193,7 +194,7 @@ def test_stale_snapshot_warns_and_strict_fails(inputs):
 
 def test_cli_build_summary_and_check_writes_nothing(inputs):
     shutil.rmtree(inputs / "site", ignore_errors=True)
-    run = [sys.executable, "-m", "gpumem.cli", "--project", str(REPO)]
+    run = [sys.executable, "-m", "gpumem", "--project", str(REPO)]
     paths = ["--catalogs", "catalogs", "--content", "content"]
     checked = subprocess.run([*run, "check", *paths], cwd=inputs, capture_output=True, text=True)
     assert checked.returncode == 0
@@ -205,7 +206,7 @@ def test_cli_build_summary_and_check_writes_nothing(inputs):
 
 
 def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monkeypatch):
-    from gpumem import build as pipeline
+    from gpumem.commands import build as pipeline
     from gpumem.errors import BuildError
 
     build(options_for(inputs), now=NOW)
@@ -236,7 +237,7 @@ def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monk
 
 
 def test_parallel_and_single_process_rendering_give_the_same_bytes(inputs):
-    from gpumem.build import render_site
+    from gpumem.pages.site import render_site
 
     gathered = gather(options_for(inputs), now=NOW)
     assert render_site(gathered, jobs=2) == render_site(gathered, jobs=1)
@@ -247,7 +248,7 @@ def test_parallel_rendering_only_where_it_pays_off(monkeypatch):
     one where fork does not exist (Windows) or a single CPU is ours."""
     import os
 
-    from gpumem.build import parallel_jobs
+    from gpumem.options import parallel_jobs
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     assert parallel_jobs() == 2

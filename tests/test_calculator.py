@@ -13,18 +13,21 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from gpumem import compute, compute_calculator, compute_calculator_data, deployment, memory
-from gpumem.build import load_catalog
-from gpumem.hf_config import count
-from gpumem.records import Architecture, Attention, Experts, Model
-from gpumem.render import Formats
-from gpumem.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT
+from gpumem.catalog.hf_config import count
+from gpumem.catalog.inputs import load_catalog
+from gpumem.engines import deployment, memory
+from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT
+from gpumem.figures import calculator as compute_calculator
+from gpumem.figures import calculator_data as compute_calculator_data
+from gpumem.figures import shared
+from gpumem.pages.render import Formats
+from gpumem.records.catalog import Architecture, Attention, Experts, Model
 
 from .javascript import Scripts
 from .project import CATALOGS, REPO, published
 
 CATALOG = load_catalog(CATALOGS)
-SHOP = compute.Shop(CATALOG)
+SHOP = shared.Shop(CATALOG)
 RULES = CATALOG.rules
 URLS = {"es": "/es/calculadora/", "en": "/en/calculator/", "pt": "/pt/calculadora/", "fr": "/fr/calculateur/", "de": "/de/rechner/"}
 PRESETS = ("llama-3.1-70b", "mixtral-8x22b", "gemma-2-9b", "gemma-3-27b", "gpt-oss-120b", "deepseek-v3", "qwen3-30b-a3b")
@@ -194,7 +197,7 @@ JS_SERVE = """cases => {
 
 
 def assert_serving_agrees(evaluate: Callable[[str, Any], Any], cases: list[dict]) -> None:
-    """calculator.js (through evaluate: QuickJS or Chromium) gives deployment.py's bytes and fits on every case."""
+    """calculator.js (through evaluate: QuickJS or Chromium) gives engines/deployment.py's bytes and fits on every case."""
     results = evaluate(JS_SERVE, cases)
     assert len(results) == len(cases)
     for raw, result in zip(cases, results, strict=True):
@@ -488,7 +491,7 @@ def test_bad_input_message_in_the_page_language(page: Page, site_url: str):
 
 @pytest.mark.parametrize("lang", list(URLS))
 def test_numbers_are_formatted_like_the_babel_tables(page: Page, site_url: str, lang: str):
-    from gpumem.render import gettext_functions, load_translations
+    from gpumem.pages.render import gettext_functions, load_translations
 
     unit = str(gettext_functions(load_translations(REPO / "translations", lang))["_"]("%(value)s GB")).replace("%(value)s", "").strip()
     assert unit == ("Go" if lang == "fr" else "GB")  # French writes gigaoctets

@@ -1,4 +1,4 @@
-"""Speed and cost per token in the calculator: speed.js against speed.py on shared cases and the three orders (the
+"""Speed and cost per token in the calculator: speed.js against engines/speed.py on shared cases and the three orders (the
 published script in QuickJS; a smoke test in Chromium), the prompt and output fields, and the page without its script."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from gpumem import compute_calculator, speed
-from gpumem.render import Formats
+from gpumem.engines import speed
+from gpumem.figures import calculator as compute_calculator
+from gpumem.pages.render import Formats
 
 from .javascript import Scripts
 from .project import REPO, published
@@ -255,7 +256,7 @@ def test_the_page_loads_both_engines_before_the_calculator(built_site):
 
 def test_a_pasted_mla_config_shows_the_python_speed_and_keeps_it_in_its_link(calculator: Page):
     """A pasted DeepSeek V3 config.json: MLA attends over its latent rank, which the link carries too."""
-    from gpumem.hf_config import count
+    from gpumem.catalog.hf_config import count
 
     text = (REPO / "tests/fixtures/hf_configs/deepseek-v3.json").read_text()
     calculator.locator('[name="config"]').fill(text)

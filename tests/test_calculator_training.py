@@ -1,4 +1,4 @@
-"""The calculator's fine-tuning modes: training.js gives the bytes of training.py, part by part, and the
+"""The calculator's fine-tuning modes: training.js gives the bytes of engines/training.py, part by part, and the
 configurations gpumem estimate lists (the published script in QuickJS; a smoke test in Chromium); in Debian's
 Chromium, the CLI's refusals next to their fields, and links that keep every setting."""
 
@@ -11,9 +11,12 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from gpumem import compute, compute_calculator, training
-from gpumem.build import build, load_catalog
-from gpumem.serve import served
+from gpumem.catalog.inputs import load_catalog
+from gpumem.commands.build import build
+from gpumem.commands.serve import served
+from gpumem.engines import training
+from gpumem.figures import calculator as compute_calculator
+from gpumem.figures import shared
 
 from .conftest import NOW, edit, options_for
 from .javascript import Scripts
@@ -21,7 +24,7 @@ from .project import CATALOGS, REPO
 from .test_calculator import URLS, model_of
 
 CATALOG = load_catalog(CATALOGS)
-SHOP = compute.Shop(CATALOG)
+SHOP = shared.Shop(CATALOG)
 RULES = CATALOG.rules.training
 assert RULES is not None and RULES.defaults is not None
 DENSE, MOE, MLA, VISION = "llama-3.1-8b", "mixtral-8x22b", "deepseek-v3", "gemma-3-27b"
@@ -139,7 +142,7 @@ def test_the_cases_cover_every_training_input():
 
 
 def assert_training_agrees(engine: Page | Scripts, cases: list[dict[str, str]]) -> int:
-    """Exact: training.js runs training.py's operations in the same order on the same doubles. Returns how many
+    """Exact: training.js runs engines/training.py's operations in the same order on the same doubles. Returns how many
     cases fit a configuration on offer."""
     results = javascript_runs(engine, cases)
     listed = 0
@@ -175,8 +178,8 @@ def test_python_and_chromium_give_the_same_bytes_and_configurations(calculator: 
 
 def test_the_configurations_are_gpumem_estimates(scripts: Scripts):
     """The same rule and order as `gpumem estimate --mode`: its JSON's configurations for the issue's example on 2 GPUs."""
-    from gpumem.estimate import Request
-    from gpumem.estimate_training import TrainingRequest, as_json, estimate
+    from gpumem.commands.estimate import Request
+    from gpumem.commands.estimate_training import TrainingRequest, as_json, estimate
 
     raw = raw_state(DENSE, "lora", micro_batch=4, gpus=2, zero=3)
     result = estimate(CATALOGS, Request(model=DENSE, kv=None, gpus=2, requests=None), TrainingRequest(mode="lora", micro_batch=4, zero=3))

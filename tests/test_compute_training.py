@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.build import build, gather, load_catalog
-from gpumem.compute import Shop
-from gpumem.compute_training import finetune_guide, holding, model_tuning, run_hours
+from gpumem.catalog.inputs import load_catalog
+from gpumem.commands.build import build, gather
 from gpumem.errors import BuildError
+from gpumem.figures.shared import Shop
+from gpumem.figures.training import finetune_guide, holding, model_tuning, run_hours
 
 from .conftest import NOW, edit, line_of, options_for
 from .project import CATALOGS, fixture_options
@@ -203,12 +204,12 @@ def test_a_broken_pages_or_run_block_is_reported_by_file_and_line(inputs, monkey
 
 def test_the_guide_shows_time_and_cost_once_a_throughput_is_known(tmp_path, monkeypatch):
     """What the page shows after the GPU figures are wired in: the run's hours and cost beside each configuration that has them."""
-    import gpumem.figures
+    import gpumem.figures.site
 
     def with_l40s(catalog, configurations, dense_bf16_tflops):
         return finetune_guide(catalog, configurations, {"l40s": 362.0})
 
-    monkeypatch.setattr(gpumem.figures, "finetune_guide", with_l40s)
+    monkeypatch.setattr(gpumem.figures.site, "finetune_guide", with_l40s)
     build(fixture_options(out=tmp_path / "site"), now=NOW)
     html = (tmp_path / "site/en/guides/best-gpu-fine-tune-llama-70b/index.html").read_text()
     assert "Time and cost are shown for GPUs whose dense BF16 throughput the catalog states." in html

@@ -17,10 +17,10 @@ import pytest
 import yaml
 from jinja2 import nodes
 
-from gpumem import compute
-from gpumem.build import build, gather
+from gpumem.commands.build import build, gather
 from gpumem.errors import BuildError
-from gpumem.render import CONTENT_NAMES
+from gpumem.figures import shared
+from gpumem.pages.render import CONTENT_NAMES
 
 from .conftest import NOW, SNAPSHOT, edit, line_of, options_for
 from .project import CATALOGS, REPO, fixture_options
@@ -208,7 +208,7 @@ def test_a_snapshot_of_one_big_machine_builds(inputs):
 
 def test_nearest_on_offer_is_the_closest_memory_preferring_at_least_as_much():
     catalog = gather(fixture_options(), now=NOW).catalog
-    shop = compute.Shop(catalog)
+    shop = shared.Shop(catalog)
     nearest = {gpu_id: shop.nearest_on_offer(catalog.gpu(gpu_id)) for gpu_id in ("h100-pcie", "mi300x", "gb300", "l4")}
     # 80 GB: two GPUs on offer have exactly as much; the cheaper one wins.
     assert nearest["h100-pcie"].id == "h100-sxm"

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from gpumem import deployment as engine
-from gpumem.build import load_catalog
-from gpumem.hf_config import count, model_from_config
-from gpumem.measured import BOUNDS
-from gpumem.records import Architecture, Attention
-from gpumem.validate import Invalid
+from gpumem.catalog.hf_config import count, model_from_config
+from gpumem.catalog.inputs import load_catalog
+from gpumem.catalog.validate import Invalid
+from gpumem.engines import deployment as engine
+from gpumem.figures.measured import BOUNDS
+from gpumem.records.catalog import Architecture, Attention
 
 from .measurements.compare import DOC, all_rows, points, table
 from .project import CATALOGS

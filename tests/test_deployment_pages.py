@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpumem import deployment
-from gpumem.build import load_catalog
+from gpumem.catalog.inputs import load_catalog
+from gpumem.engines import deployment
 
 from .project import CATALOGS
 
@@ -36,7 +36,7 @@ def test_a_model_page_leads_with_its_release_format_and_the_cheapest_fit(built_s
 def test_a_model_is_sized_at_its_own_context_when_shorter():
     """Llama 2 7B reads 4,096 tokens: the pages never size it at 8,192."""
     catalog = load_catalog(CATALOGS)
-    from gpumem.compute_pages import page_context
+    from gpumem.figures.subjects import page_context
 
     assert page_context(catalog, catalog.model("llama-2-7b")) == 4096
 

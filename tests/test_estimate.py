@@ -14,7 +14,7 @@ CONFIGS = REPO / "tests/fixtures/hf_configs"
 
 
 def gpumem(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpumem.cli", "--project", str(REPO), *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "gpumem", "--project", str(REPO), *args], capture_output=True, text=True, timeout=120)
 
 
 def estimate(*args: str) -> subprocess.CompletedProcess:

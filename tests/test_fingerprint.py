@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from gpumem import build as pipeline
-from gpumem import fingerprint as digests
-from gpumem import render_site as rendering
-from gpumem.build import Session, build, project_options
+from gpumem.commands import build as pipeline
+from gpumem.commands.build import Session, build
 from gpumem.errors import BuildError
-from gpumem.fingerprint import fingerprint, unchanged
+from gpumem.options import project_options
+from gpumem.output import fingerprint as digests
+from gpumem.output.fingerprint import fingerprint, unchanged
+from gpumem.pages import site as rendering
 
 from .conftest import NOW, SNAPSHOT, edit, tree
 from .project import copy_project, published
@@ -193,7 +194,7 @@ def test_the_code_a_library_and_python_are_in_the_fingerprint(project, monkeypat
     shutil.copytree(digests.CODE, code, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(digests, "CODE", code)
     assert fingerprint(options) == first  # the same code elsewhere
-    edit(code / "compute.py", '"""', '""" edited', 1)
+    edit(code / "figures" / "shared.py", '"""', '""" edited', 1)
     assert fingerprint(options) != first
     monkeypatch.undo()
     versions = digests.dependency_versions()
@@ -214,12 +215,12 @@ def test_the_no_change_check_loads_no_template_engine(project):
     """`gpumem build` with nothing changed answers before importing Jinja, Babel, YAML or Markdown."""
     script = (
         "import sys\n"
-        "from gpumem.cli import main\n"
+        "from gpumem.cli.main import main\n"
         "try:\n"
         f"    main(['--project', {str(project)!r}, 'build'])\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print(sorted(m for m in ('jinja2', 'babel', 'yaml', 'markdown', 'gpumem.build') if m in sys.modules))\n"
+        "print(sorted(m for m in ('jinja2', 'babel', 'yaml', 'markdown', 'gpumem.commands.build') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     summary, modules = done.stdout.splitlines()

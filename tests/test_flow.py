@@ -8,8 +8,8 @@ import urllib.parse
 from html.parser import HTMLParser
 from pathlib import Path
 
-from gpumem.build import gather
-from gpumem.pages import Crumb, breadcrumbs, plan_pages
+from gpumem.commands.build import gather
+from gpumem.pages.routes import Crumb, breadcrumbs, plan_pages
 
 from .conftest import NOW
 from .project import fixture_options
@@ -160,7 +160,7 @@ def test_a_section_crumb_links_its_index_once_the_index_page_exists():
 
 
 def test_a_catalog_name_in_the_breadcrumb_stays_text(inputs):
-    from gpumem.build import render_site
+    from gpumem.pages.site import render_site
 
     from .conftest import edit, options_for
 
@@ -209,8 +209,8 @@ def test_a_model_page_leads_to_its_gpus_and_the_prefilled_calculator(built_site)
 
 
 def test_the_calculator_link_is_built_as_the_calculator_builds_its_own():
-    from gpumem.compute import Shop
-    from gpumem.compute_calculator import calculator_default, calculator_query, speed_fields, state_fields, training_fields
+    from gpumem.figures.calculator import calculator_default, calculator_query, speed_fields, state_fields, training_fields
+    from gpumem.figures.shared import Shop
 
     catalog = gather(fixture_options(), now=NOW).catalog
     default = calculator_default(catalog, Shop(catalog))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gpumem.errors import BuildError
-from gpumem.hosting import gh_deploy, with_host_files
-from gpumem.versions import Output
+from gpumem.output.hosting import gh_deploy, with_host_files
+from gpumem.output.versions import Output
 
 SITE = {"index.html": b"home", "en/index.html": b"hello", "_headers": b"/\n  Cache-Control: public, max-age=0, must-revalidate\n"}
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gpumem import prices as prices_module
-from gpumem.build import load_catalog
+from gpumem.catalog.inputs import load_catalog
+from gpumem.commands import prices as prices_module
+from gpumem.commands.prices import import_export
 from gpumem.errors import BuildError
-from gpumem.prices import import_export
 
 from .project import REPO
 
@@ -355,7 +355,7 @@ def test_importing_the_same_export_twice_changes_nothing(root):
 
 
 def run_import(root: Path, *arguments: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "gpumem.cli", "--project", str(REPO), "prices", "import", "--catalogs", "catalogs", *arguments]
+    command = [sys.executable, "-m", "gpumem", "--project", str(REPO), "prices", "import", "--catalogs", "catalogs", *arguments]
     return subprocess.run(command, cwd=root, capture_output=True, text=True)
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from gpumem.build import load_catalog
-from gpumem.compute import Shop
-from gpumem.compute_index import gpus_index, models_index
-from gpumem.compute_pages import model_page
+from gpumem.catalog.inputs import load_catalog
+from gpumem.figures.index import gpus_index, models_index
+from gpumem.figures.shared import Shop
+from gpumem.figures.subjects import model_page
 
 from .project import CATALOGS, published
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page
 
-from gpumem.build import build
-from gpumem.serve import served
+from gpumem.commands.build import build
+from gpumem.commands.serve import served
 
 from .conftest import NOW, SNAPSHOT, edit, options_for
 
@@ -120,7 +120,7 @@ def test_the_json_escapes_what_could_end_a_script(hostile_site: str):
 
 
 def test_script_json_escapes_each_character():
-    from gpumem.render import script_json
+    from gpumem.pages.render import script_json
 
     assert str(script_json({"a": "<>&\u2028\u2029"})) == '{"a": "\\u003c\\u003e\\u0026\\u2028\\u2029"}'
     assert str(script_json('"</script>"')) == '"\\u003c/script\\u003e"'

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.build import load_catalog
+from gpumem.catalog.inputs import load_catalog
 
 from .project import CATALOGS
 
@@ -272,7 +272,7 @@ def index_routes(lang: str) -> list[str]:
     subject), where the site has them: the 404 pages link them."""
     import yaml
 
-    from gpumem.pages import KINDS
+    from gpumem.pages.routes import KINDS
 
     from .project import REPO
 
@@ -364,7 +364,7 @@ def french_typography(site: Path) -> list[str]:
 
 
 def test_french_pages_write_go_and_a_narrow_space_before_colons(built_site):
-    from gpumem.render import Formats, gettext_functions, load_translations
+    from gpumem.pages.render import Formats, gettext_functions, load_translations
 
     from .project import REPO
 

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpumem import memory
-from gpumem.build import load_catalog
-from gpumem.records import Architecture, Attention
+from gpumem.catalog.inputs import load_catalog
+from gpumem.engines import memory
+from gpumem.records.catalog import Architecture, Attention
 
 from .project import CATALOGS
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import yaml
 from markupsafe import Markup, escape
 
-from gpumem.build import gather
-from gpumem.links import links_in
-from gpumem.measured import rows, summaries
-from gpumem.render import Formats
+from gpumem.catalog.links import links_in
+from gpumem.commands.build import gather
+from gpumem.figures.measured import rows, summaries
+from gpumem.pages.render import Formats
 
 from .conftest import NOW
 from .project import CATALOGS, fixture_options

@@ -24,15 +24,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_installed(installed: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     """`gpumem ARGS` from the installed copy only: the editable install is not on the path first."""
-    code = (
-        f"import sys; sys.path.insert(0, {str(installed)!r}); import gpumem.cli; print(gpumem.__file__, file=sys.stderr); gpumem.cli.main()"
-    )
+    code = f"import sys; sys.path.insert(0, {str(installed)!r}); import gpumem.cli.main; print(gpumem.__file__, file=sys.stderr); gpumem.cli.main.main()"
     return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 def test_the_package_installs_under_its_own_name(installed):
     assert sorted(p.name for p in installed.iterdir() if not p.name.endswith(".dist-info") and p.name != "bin") == ["gpumem"]
-    assert (installed / "gpumem/build.py").is_file()
+    assert (installed / "gpumem/commands/build.py").is_file()
+    assert (installed / "gpumem/engines/deployment.py").is_file()
 
 
 def test_the_installed_command_builds_a_project_folder(installed, tmp_path):
@@ -76,7 +75,7 @@ def test_every_library_the_code_imports_is_declared():
         "ghp_import": "ghp-import",
     }
     imported = set()
-    for source in (REPO / "generator").glob("*.py"):
+    for source in (REPO / "generator").rglob("*.py"):
         for node in ast.walk(ast.parse(source.read_text())):
             names = (
                 [a.name for a in node.names]
@@ -86,6 +85,6 @@ def test_every_library_the_code_imports_is_declared():
                 else []
             )
             imported |= {name.partition(".")[0] for name in names}
-    third_party = imported - set(sys.stdlib_module_names) - {"__future__"}
+    third_party = imported - set(sys.stdlib_module_names) - {"__future__", "gpumem"}
     assert third_party == set(modules)
     assert {modules[m] for m in third_party} == declared

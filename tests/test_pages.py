@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gpumem.pages import ROUTE_KEYS, Alternate, plan_pages
-from gpumem.records import Language, Site
+from gpumem.pages.routes import ROUTE_KEYS, Alternate, plan_pages
+from gpumem.records.catalog import Language, Site
 
 SITE = Site(
     base_url="https://example.org/guides/",

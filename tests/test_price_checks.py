@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpumem.build import load_catalog
+from gpumem.catalog.inputs import load_catalog
+from gpumem.catalog.price_checks import compare_prices
+from gpumem.engines.sizing import market
 from gpumem.errors import BuildError
-from gpumem.fingerprint import fingerprint
-from gpumem.price_checks import compare_prices
-from gpumem.sizing import market
+from gpumem.output.fingerprint import fingerprint
 
 from .conftest import NOW, options_for
 from .project import CATALOGS

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.build import build, gather, load_catalog
+from gpumem.catalog.inputs import load_catalog
+from gpumem.commands.build import build, gather
+from gpumem.commands.prices import import_export
+from gpumem.commands.prices_diff import diff
 from gpumem.errors import BuildError
-from gpumem.prices import import_export
-from gpumem.prices_diff import diff
 
 from .conftest import NOW, SNAPSHOT, options_for
 from .project import REPO, published
@@ -107,7 +108,7 @@ def test_cli_import_exit_codes(root):
     run = [
         sys.executable,
         "-m",
-        "gpumem.cli",
+        "gpumem.cli.main",
         "--project",
         str(REPO),
         "prices",

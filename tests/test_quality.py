@@ -11,7 +11,7 @@ import pytest
 import yaml
 from playwright.sync_api import Page
 
-from gpumem.pages import page_url
+from gpumem.pages.routes import page_url
 
 from .project import REPO, published
 

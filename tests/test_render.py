@@ -10,7 +10,7 @@ from babel.messages.pofile import read_po
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpumem.render import Formats, gettext_functions, load_translations
+from gpumem.pages.render import Formats, gettext_functions, load_translations
 
 from .project import REPO
 
@@ -67,14 +67,13 @@ def test_spanish_plurals_and_placeholders():
 
 def test_message_template_is_up_to_date_with_the_templates():
     """Every _() and ngettext() string of the templates, and of the table rows written in Python
-    (render_rows.py), is in messages.pot (run pybabel extract -F babel.cfg)."""
+    (pages/rows.py), is in messages.pot (run pybabel extract -F babel.cfg)."""
     from babel.messages.extract import extract_from_dir
 
     found = {
         message if isinstance(message, str) else message[0]
-        for _, _, message, _, _ in extract_from_dir(
-            REPO, method_map=[("templates/**.html", "jinja2"), ("generator/render_rows.py", "python")]
-        )
+        for folder, method_map in ((REPO / "templates", [("**.html", "jinja2")]), (REPO / "generator/pages", [("rows.py", "python")]))
+        for _, _, message, _, _ in extract_from_dir(folder, method_map=method_map)
     }
     with (REPO / "translations" / "messages.pot").open("rb") as handle:
         template = {m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id}
@@ -111,7 +110,7 @@ def test_french_writes_go_and_a_narrow_space_before_colons():
 
 def test_compiled_templates_are_kept_between_builds_and_used_only_for_the_same_bytes(tmp_path, monkeypatch):
     """The second build of the same project compiles nothing: layouts and content come from the cache."""
-    from gpumem.build import build
+    from gpumem.commands.build import build
     from gpumem.options import template_cache
 
     from .project import fixture_options

@@ -1,4 +1,4 @@
-"""Table rows written in Python (render_rows.py): catalog strings escaped, the macros' bytes kept."""
+"""Table rows written in Python (pages/rows.py): catalog strings escaped, the macros' bytes kept."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
-from gpumem.compile_ahead import CompilingAhead
-from gpumem.compute_pages import GpuFit, GpuModelRow, GpuPage
-from gpumem.records import Architecture, FormFactor, Gpu, Link, Marketplace, Model
-from gpumem.render import Formats, gettext_functions
-from gpumem.render_rows import Rows
-from gpumem.sizing import Choice, Configuration
+from gpumem.engines.sizing import Choice, Configuration
+from gpumem.figures.subjects import GpuFit, GpuModelRow, GpuPage
+from gpumem.pages.compile_ahead import CompilingAhead
+from gpumem.pages.render import Formats, gettext_functions
+from gpumem.pages.rows import Rows
+from gpumem.records.catalog import Architecture, FormFactor, Gpu, Link, Marketplace, Model
 
 HOSTILE = "<b>\"&'</b>"
 

@@ -34,7 +34,7 @@ def test_a_new_snapshot_and_a_new_model_pass_gpumem_check(tmp_path: Path):
     catalogs = project / "catalogs"
     (tmp_path / "export.csv").write_text(export_of_today(catalogs))
     taken = datetime.now(UTC) - timedelta(hours=1)
-    gpumem = [sys.executable, "-m", "gpumem.cli", "--project", str(project)]
+    gpumem = [sys.executable, "-m", "gpumem", "--project", str(project)]
     imported = subprocess.run(
         [*gpumem, "prices", "import", str(tmp_path / "export.csv"), "--taken-at", taken.strftime("%Y-%m-%dT%H:%M:00Z")],
         capture_output=True,

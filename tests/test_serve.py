@@ -16,8 +16,8 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from gpumem import serve
-from gpumem.watch import Sources
+from gpumem.commands import serve
+from gpumem.commands.watch import Sources
 
 from .conftest import edit, line_of, options_for
 from .project import REPO
@@ -39,7 +39,7 @@ class Server:
             sys.executable,
             "-u",
             "-m",
-            "gpumem.cli",
+            "gpumem.cli.main",
             "--project",
             str(REPO),
             "serve",

@@ -7,8 +7,8 @@ import re
 import shutil
 import xml.etree.ElementTree as ET
 
-from gpumem.build import build, gather
-from gpumem.serve import served
+from gpumem.commands.build import build, gather
+from gpumem.commands.serve import served
 
 from .conftest import NOW, SNAPSHOT, edit, options_for
 from .project import fixture_options, published

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpumem import sizing
-from gpumem.records import Gpu, Offer
+from gpumem.engines import sizing
+from gpumem.records.catalog import Gpu, Offer
 
 
 def gpu(gpu_id: str, memory_gb: float) -> Gpu:

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gpumem import build as pipeline
-from gpumem.build import choose_snapshot, gather
+from gpumem.catalog.inputs import choose_snapshot
+from gpumem.catalog.load import snapshot_name, snapshot_time
+from gpumem.catalog import inputs as reading
+from gpumem.commands.build import gather
+from gpumem.commands.prices import import_export
 from gpumem.errors import BuildError, Problems
-from gpumem.load import snapshot_name, snapshot_time
-from gpumem.prices import import_export
 
 from .conftest import NOW, SNAPSHOT, edit, line_of, options_for
 from .project import REPO
@@ -158,8 +159,8 @@ def test_every_snapshot_is_checked_by_its_taken_at_line_and_only_the_chosen_one_
     (PRICES / "2026-10-28T09-00Z.yaml").unlink()
     (PRICES / "2026-10-29T09-00Z.yaml").unlink()
     parsed = []
-    read_yaml = pipeline.read_yaml
-    monkeypatch.setattr(pipeline, "read_yaml", lambda path, *rest: parsed.append(path.name) or read_yaml(path, *rest))
+    read_yaml = reading.read_yaml
+    monkeypatch.setattr(reading, "read_yaml", lambda path, *rest: parsed.append(path.name) or read_yaml(path, *rest))
     assert gather(options_for(root), now=LATER).catalog.earlier_snapshots == ("2026-10-30T09-00Z",)
     assert [name for name in parsed if name.endswith("Z.yaml")] == [SNAPSHOT]
 
@@ -171,9 +172,9 @@ def test_hundreds_of_snapshots_are_ordered_by_their_taken_at_lines_alone(root, m
         moment = start - timedelta(hours=hours)
         snapshot(snapshot_name(moment), moment.strftime("%Y-%m-%dT%H:%M:%SZ"))
     parsed, stamped = [], []
-    read_yaml, read_taken_at = pipeline.read_yaml, pipeline.read_taken_at
-    monkeypatch.setattr(pipeline, "read_yaml", lambda path, *rest: parsed.append(path.name) or read_yaml(path, *rest))
-    monkeypatch.setattr(pipeline, "read_taken_at", lambda path: stamped.append(path.name) or read_taken_at(path))
+    read_yaml, read_taken_at = reading.read_yaml, reading.read_taken_at
+    monkeypatch.setattr(reading, "read_yaml", lambda path, *rest: parsed.append(path.name) or read_yaml(path, *rest))
+    monkeypatch.setattr(reading, "read_taken_at", lambda path: stamped.append(path.name) or read_taken_at(path))
     chosen, others = choose_snapshot(Path("catalogs"), None, Problems())
     assert chosen == PRICES / SNAPSHOT and len(others) == 399
     assert parsed == []
@@ -218,7 +219,7 @@ def test_cli_build_refuses_a_future_snapshot_with_exit_code_1(root):
     command = [
         sys.executable,
         "-m",
-        "gpumem.cli",
+        "gpumem.cli.main",
         "--project",
         str(REPO),
         "build",

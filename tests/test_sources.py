@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpumem.build import check, load_catalog
+from gpumem.catalog.inputs import load_catalog
+from gpumem.commands.build import check
 from gpumem.errors import BuildError
 
 from .conftest import NOW, options_for

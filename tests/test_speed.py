@@ -1,4 +1,4 @@
-"""The speed engine (generator/speed.py): exact numbers from the roofline's own terms."""
+"""The speed engine (generator/engines/speed.py): exact numbers from the roofline's own terms."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.deployment import kv_cache_bytes_per_gpu, weights_bytes
-from gpumem.speed import Load, compute_precision, link_bytes_per_s, speed, touched_expert_fraction
+from gpumem.engines.deployment import kv_cache_bytes_per_gpu, weights_bytes
+from gpumem.engines.speed import Load, compute_precision, link_bytes_per_s, speed, touched_expert_fraction
 
 from . import test_validate
 from .conftest import edit, line_of

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpumem.build import gather
-from gpumem.records import FormFactor, Link
+from gpumem.commands.build import gather
+from gpumem.records.catalog import FormFactor, Link
 
 from . import test_validate
 from .conftest import NOW, edit, line_of

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.build import gather, load_catalog
-from gpumem.compute import Shop
-from gpumem.compute_pages import gpu_page, model_page
-from gpumem.compute_speed import SpeedRow, gpu_speed, inference_guide, model_speed
+from gpumem.catalog.inputs import load_catalog
+from gpumem.commands.build import gather
+from gpumem.engines.speed import Load, speed
 from gpumem.errors import BuildError
-from gpumem.speed import Load, speed
+from gpumem.figures.shared import Shop
+from gpumem.figures.speed import SpeedRow, gpu_speed, inference_guide, model_speed
+from gpumem.figures.subjects import gpu_page, model_page
 
 from .conftest import NOW, edit, line_of, options_for
 from .measurements.speed_table import rows as measured_rows
@@ -45,7 +46,7 @@ def numbers(row: SpeedRow) -> tuple:
 
 
 def engine(row: SpeedRow, requests: int, price: float | None):
-    """What speed.py gives for the row's configuration at `requests` requests of the pages' lengths."""
+    """What engines/speed.py gives for the row's configuration at `requests` requests of the pages' lengths."""
     pages, deployment = RULES.speed.pages, RULES.deployment
     load = Load(requests, pages.prompt_tokens, pages.output_tokens)
     kv = deployment.kv_formats[pages.kv_format]

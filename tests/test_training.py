@@ -6,9 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from gpumem.build import gather, load_catalog
+from gpumem.catalog.inputs import load_catalog
+from gpumem.commands.build import gather
+from gpumem.engines.training import TARGETS, TrainingError, TrainingSetup, activations_bytes, lora_params, training
 from gpumem.errors import BuildError
-from gpumem.training import TARGETS, TrainingError, TrainingSetup, activations_bytes, lora_params, training
 
 from .conftest import NOW, edit, line_of, options_for
 from .project import CATALOGS

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.build import gather
+from gpumem.commands.build import gather
 from gpumem.errors import BuildError
 
 from .conftest import NOW, SNAPSHOT, edit, line_of, options_for
@@ -152,12 +152,14 @@ def test_every_problem_of_every_file_at_once(root):
 
 def test_content_placeholder_error_names_file_and_line(root):
     edit(root / "content/en/home.md", "{{ stamp.date }}", "{{ f.date(snapshot.taken_when) }}")
-    from gpumem.build import check
+    from gpumem.commands.build import check
 
     with pytest.raises(BuildError) as raised:
         check(options_for(root), now=NOW)
     line = line_of(root / "content/en/home.md", "taken_when")
-    assert raised.value.lines == [f"content/en/home.md:{line}: template: 'gpumem.records.Snapshot object' has no attribute 'taken_when'"]
+    assert raised.value.lines == [
+        f"content/en/home.md:{line}: template: 'gpumem.records.catalog.Snapshot object' has no attribute 'taken_when'"
+    ]
 
 
 def test_cli_reports_problems_with_exit_1_no_traceback_and_site_untouched(root):
@@ -165,7 +167,7 @@ def test_cli_reports_problems_with_exit_1_no_traceback_and_site_untouched(root):
     build = [
         sys.executable,
         "-m",
-        "gpumem.cli",
+        "gpumem.cli.main",
         "--project",
         str(REPO),
         "build",
@@ -273,7 +275,7 @@ def test_the_marketplace_is_required_and_has_only_its_fields(root):
 
 
 def test_the_rent_address_of_a_configuration():
-    from gpumem.records import Marketplace
+    from gpumem.records.catalog import Marketplace
 
     market = Marketplace("Arrakis", "https://arrakis.example.org/", "https://arrakis.example.org/rent?gpu={gpu}&count={count}")
     assert market.rent("h100-sxm", 4) == "https://arrakis.example.org/rent?gpu=h100-sxm&count=4"

@@ -1,4 +1,4 @@
-"""The writer (versions.py, tree.py): every build a whole new version behind one link, unchanged
+"""The writer (output/versions.py, output/tree.py): every build a whole new version behind one link, unchanged
 files hard-linked, nothing it did not write removed or replaced, and a build killed at any step
 leaves a whole site that the next build takes over."""
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gpumem import versions
 from gpumem.errors import BuildError
-from gpumem.tree import write_in_place
-from gpumem.versions import Output
+from gpumem.output import versions
+from gpumem.output.tree import write_in_place
+from gpumem.output.versions import Output
 
 SITE = {"index.html": b"home", "es/index.html": b"hola", "en/index.html": b"hello", "assets/style.css": b"body{}"}
 NEW = {**SITE, "es/index.html": b"hola!", "en/guide/index.html": b"guide"}

@@ -11,7 +11,8 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpumem.build import build, project_options
+from gpumem.commands.build import build
+from gpumem.options import project_options
 
 GOLDEN = Path(__file__).resolve().parent
 FIXTURE = GOLDEN / "fixture"

@@ -9,8 +9,8 @@ import json
 
 import yaml
 
-from gpumem.build import load_catalog
-from gpumem.measured import BOUNDS, Row, rows, summaries
+from gpumem.catalog.inputs import load_catalog
+from gpumem.figures.measured import BOUNDS, Row, rows, summaries
 
 from ..project import REPO
 from .generated import Generated, main

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from gpumem.records_engines import Efficiency, SpeedRules
+from gpumem.records.engines import Efficiency, SpeedRules
 
 from .speed_table import catalog, models, points, predicted
 

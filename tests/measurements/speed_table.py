@@ -14,11 +14,11 @@ from typing import Any
 
 import yaml
 
-from gpumem.build import load_catalog
-from gpumem.hf_config import model_from_config
-from gpumem.records import Catalog, Model
-from gpumem.records_engines import SpeedRules
-from gpumem.speed import Load, speed
+from gpumem.catalog.hf_config import model_from_config
+from gpumem.catalog.inputs import load_catalog
+from gpumem.engines.speed import Load, speed
+from gpumem.records.catalog import Catalog, Model
+from gpumem.records.engines import SpeedRules
 
 from ..project import REPO
 from .generated import Generated, main

@@ -11,11 +11,11 @@ from typing import Any
 
 import yaml
 
-from gpumem.build import load_catalog
-from gpumem.hf_config import model_from_config
-from gpumem.records import Model
-from gpumem.records_engines import DeploymentRules, TrainingRules
-from gpumem.training import Training, TrainingSetup, training
+from gpumem.catalog.hf_config import model_from_config
+from gpumem.catalog.inputs import load_catalog
+from gpumem.engines.training import Training, TrainingSetup, training
+from gpumem.records.catalog import Model
+from gpumem.records.engines import DeploymentRules, TrainingRules
 
 from ..project import REPO
 from .generated import Generated, main

@@ -1,0 +1,162 @@
+"""models.yaml: one typed Model per entry, with its licence, its experts and its attention as data."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gpumem.catalog.validate import (
+    Entry,
+    Invalid,
+    at_most,
+    boolean,
+    describe,
+    entries,
+    one_of,
+    positive_int,
+    positive_number,
+    prose,
+    slug,
+    text,
+    unique,
+    url,
+)
+from gpumem.errors import Problems
+from gpumem.records.catalog import LICENSE_KINDS, Architecture, Attention, Experts, License, Model
+
+MAX_PARAMS_B = 100_000
+MODEL_FIELDS = (
+    "id name family size_label params_b active_params_b layers hidden heads kv_heads head_dim native_context attention "
+    "vocab tied_embeddings intermediate experts vision_params_b release license source notes"
+).split()
+EXPERT_FIELDS = ("count", "active", "intermediate", "shared", "dense_layers")
+ATTENTION_FIELDS = {
+    "full": ("kind",),
+    "sliding": ("kind", "window", "sliding_layers"),
+    "mla": ("kind", "kv_lora_rank", "qk_rope_head_dim"),
+}
+
+
+def read_models(data: Any, path: str, problems: Problems, formats: set[str] | None = None) -> tuple[Model, ...]:
+    """models.yaml: one typed Model per entry; a release format must be one rules.yaml declares."""
+    release = one_of(formats, "weight format") if formats else slug
+    models: list[Model] = []
+    seen: dict[Any, int] = {}
+    for item, ident in entries(data, "models", path, problems):
+        entry = Entry(problems, path, item, ident)
+        entry.check_keys(MODEL_FIELDS)
+        model_id = entry.get("id", slug)
+        unique(entry, "id", model_id, seen)
+        params = entry.get("params_b", at_most(positive_number, MAX_PARAMS_B))
+        active = entry.get("active_params_b", at_most(positive_number, MAX_PARAMS_B), required=False)
+        if params and active and active > params:
+            entry.report(item.line_of("active_params_b"), "active_params_b", f"{active} is more than params_b ({params})")
+        layers = entry.get("layers", at_most(positive_int, 1_000))
+        heads = entry.get("heads", at_most(positive_int, 4_096))
+        kv_heads = entry.get("kv_heads", at_most(positive_int, 4_096))
+        if heads and kv_heads and heads % kv_heads:
+            entry.report(item.line_of("kv_heads"), "kv_heads", f"{kv_heads} does not divide heads ({heads})")
+        attention = read_attention(entry, layers)
+        fields = dict(
+            name=entry.get("name", text),
+            family=entry.get("family", text),
+            size_label=entry.get("size_label", text),
+            native_context=entry.get("native_context", at_most(positive_int, 100_000_000)),
+            license=read_license(entry),
+            source=entry.get("source", url),
+            notes=entry.get("notes", prose, required=False, default=""),
+            release=entry.get("release", release, required=False, default="bf16"),
+            vision_params_b=entry.get("vision_params_b", at_most(positive_number, MAX_PARAMS_B), required=False, default=0.0),
+        )
+        shape = dict(
+            head_dim=entry.get("head_dim", at_most(positive_int, 4_096)),
+            hidden=entry.get("hidden", at_most(positive_int, 1_000_000)),
+            vocab=entry.get("vocab", at_most(positive_int, 10_000_000)),
+            tied_embeddings=entry.get("tied_embeddings", boolean),
+            intermediate=entry.get("intermediate", at_most(positive_int, 10_000_000)),
+            experts=read_experts(entry, layers, active is not None),
+        )
+        if not entry.failed:
+            arch = Architecture(layers, heads, kv_heads, attention=attention, **shape)
+            models.append(Model(id=model_id, params_b=params, active_params_b=active, arch=arch, **fields))
+    return tuple(models)
+
+
+LICENSE_FIELDS = ("name", "kind", "url")
+
+
+def license_name(value: Any) -> str:
+    """A licence's own name, shown on every page as written: no note in brackets beside it."""
+    name = text(value)
+    if re.search(r"[()\[\]]", name):
+        raise Invalid(f"expected the licence's name alone (a note about it belongs in the entry's notes), got {describe(value)}")
+    return name
+
+
+license_name.expectation = " (expected text)"  # type: ignore[attr-defined]
+
+
+def read_license(entry: Entry) -> License | None:
+    """A model's licence: {name, kind, url}; notes about it belong in the entry's notes."""
+    if "license" not in entry.data:
+        entry.report(entry.data.line, "license", "missing field (expected name, kind and url)")
+        return None
+    section = entry.section("license")
+    if section is None:
+        return None
+    section.check_keys(LICENSE_FIELDS)
+    name = section.get("name", license_name)
+    kind = section.get("kind", one_of(LICENSE_KINDS, "licence kind"))
+    link = section.get("url", url)
+    entry.failed = entry.failed or section.failed
+    return None if section.failed else License(name, kind, link)
+
+
+def read_experts(entry: Entry, layers: int | None, moe: bool) -> Experts | None:
+    """A mixture-of-experts model's experts block (required exactly when active_params_b is given)."""
+    if "experts" not in entry.data:
+        if moe:
+            entry.report(entry.data.line, "experts", "missing field (a model with active_params_b needs its experts block)")
+        return None
+    section = entry.section("experts")
+    if section is None:
+        return None
+    if not moe:
+        section.report(entry.data.line_of("experts"), "", "experts given, but no active_params_b")
+    section.check_keys(EXPERT_FIELDS)
+    count, active = section.get("count", at_most(positive_int, 100_000)), section.get("active", at_most(positive_int, 100_000))
+    if count and active and active > count:
+        section.report(section.data.line_of("active"), "active", f"{active} is more than count ({count})")
+    dense = section.get("dense_layers", _whole_or_zero, required=False, default=0)
+    if dense and layers and dense >= layers:
+        section.report(section.data.line_of("dense_layers"), "dense_layers", f"{dense} leaves no MoE layer of {layers}")
+    numbers = dict(
+        intermediate=section.get("intermediate", at_most(positive_int, 10_000_000)),
+        shared=section.get("shared", _whole_or_zero, required=False, default=0),
+    )
+    entry.failed = entry.failed or section.failed
+    return None if section.failed else Experts(count, active, dense_layers=dense, **numbers)
+
+
+def _whole_or_zero(value: Any) -> int:
+    if value == 0 and not isinstance(value, bool):
+        return 0
+    return at_most(positive_int, 100_000)(value)
+
+
+def read_attention(entry: Entry, layers: int | None) -> Attention:
+    """The attention block: its kind and the numbers that kind needs."""
+    section = entry.section("attention")
+    if section is None:
+        return Attention()
+    kind = section.get("kind", one_of(ATTENTION_FIELDS, "attention kind"))
+    if kind is None:
+        entry.failed = True
+        return Attention()
+    section.check_keys(ATTENTION_FIELDS[kind])
+    numbers = {name: section.get(name, at_most(positive_int, 100_000_000)) for name in ATTENTION_FIELDS[kind][1:]}
+    sliding = numbers.get("sliding_layers")
+    if sliding and layers and sliding > layers:
+        section.report(section.data.line_of("sliding_layers"), "sliding_layers", f"{sliding} is more than layers ({layers})")
+    entry.failed = entry.failed or section.failed
+    return Attention(kind=kind, **{k: v or 0 for k, v in numbers.items()})

@@ -1,0 +1,253 @@
+"""`gpumem estimate` and `gpumem models add`: one workload's per-GPU breakdown, and a catalog entry
+drafted from a config.json. Reads the catalogs and a config; the arithmetic is engines/deployment.py's."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpumem.catalog.hf_config import model_from_config
+from gpumem.catalog.inputs import load_catalog
+from gpumem.catalog.load import parse_json, read_text
+from gpumem.catalog.validate import Invalid
+from gpumem.engines import deployment
+from gpumem.engines.sizing import Fit, deployment_fits, offered_configurations
+from gpumem.errors import BuildError, Problems
+from gpumem.records.catalog import Catalog, Model
+from gpumem.records.engines import DeploymentRules
+
+GB = 1e9
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Request:
+    """What `gpumem estimate` was asked: a model (catalog id or config.json) and a workload."""
+
+    model: str | None = None
+    config: Path | None = None
+    weights: str | None = None
+    kv: str = "bf16"
+    gpus: int = 1
+    context: int | None = None
+    requests: int = 1
+    utilization: float | None = None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    model: Model
+    weights: str
+    kv: str
+    context: int
+    requests: int
+    rules: DeploymentRules
+    need: deployment.Deployment
+    valid_gpu_counts: tuple[int, ...]
+    fits: tuple[Fit, ...]
+    catalog: Catalog | None = None  # for `--speed`
+
+
+def serving_defaults(options: dict[str, Any]) -> dict[str, Any]:
+    """The serving flags with the defaults of flags left out (None)."""
+    kv, requests = options.get("kv"), options.get("requests")
+    return {**options, "kv": "bf16" if kv is None else kv, "requests": 1 if requests is None else requests}
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """A config.json as a dict, or a BuildError naming the file."""
+    problems = Problems()
+    text = read_text(path, str(path), problems)
+    problems.raise_if_any()
+    assert text is not None
+    data = parse_json(text, str(path), "a config.json is one object of numbers")
+    if not isinstance(data, dict):
+        raise BuildError([f"{path}: expected a JSON object (a config.json)"])
+    return data
+
+
+def model_of(catalog: Catalog, request: Request) -> Model:
+    """The catalog model named by --model, or the one a --config describes."""
+    if request.config is not None:
+        try:
+            return model_from_config(read_config(request.config), request.config.stem, request.config.stem, "https://huggingface.co")
+        except Invalid as error:
+            raise BuildError([f"{request.config}: {error}"]) from None
+    known = {m.id: m for m in catalog.models}
+    if request.model not in known:
+        raise BuildError([f"--model: unknown model {request.model!r} (a catalog id, e.g. {catalog.models[0].id}; or pass --config)"])
+    return known[request.model]
+
+
+def estimate(catalogs: Path, request: Request) -> Estimate:
+    """The breakdown per GPU and the configurations on offer that hold it, cheapest first."""
+    catalog = load_catalog(catalogs)
+    rules = catalog.rules.deployment
+    assert rules is not None  # validated with the catalogs
+    model = model_of(catalog, request)
+    problems = []
+    weights = request.weights or model.release
+    if weights not in rules.weight_formats:
+        problems.append(f"--weights: unknown weight format {weights!r} (expected one of {', '.join(rules.weight_formats)})")
+    if request.kv not in rules.kv_formats:
+        problems.append(f"--kv: unknown KV format {request.kv!r} (expected one of {', '.join(rules.kv_formats)})")
+    context = request.context or min(catalog.rules.fit_context, model.native_context)
+    if context > model.native_context:
+        problems.append(f"--context: {context:,} tokens is beyond {model.name}'s native context of {model.native_context:,}")
+    if request.utilization is not None and not 0 < request.utilization < 1:
+        problems.append(f"--utilization: expected a fraction between 0 and 1, got {request.utilization:g}")
+    for flag, value in (("--gpus", request.gpus), ("--requests", request.requests), ("--context", context)):
+        if value <= 0:
+            problems.append(f"{flag}: expected a positive whole number, got {value}")
+    if problems:
+        raise BuildError(problems)
+    fmt, kv = rules.weight_formats[weights], rules.kv_formats[request.kv]
+    if kv.runtime != fmt.runtime and request.kv not in ("bf16", "fp32"):
+        usable = [name for name, other in rules.kv_formats.items() if other.runtime == fmt.runtime or name == "bf16"]
+        raise BuildError(
+            [f"--kv: {request.kv} is {kv.runtime}'s cache format; {fmt.label} weights run on {fmt.runtime} (use {_listed(tuple(usable))})"]
+        )
+    counts = deployment.valid_gpu_counts(model.arch, catalog.rules.gpu_counts)
+    if fmt.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, request.gpus):
+        heads = f"{model.arch.heads} attention heads and {model.arch.kv_heads} KV heads"
+        raise BuildError([f"--gpus: vLLM cannot split {model.name}'s {heads} over {request.gpus} GPUs; it accepts {_listed(counts)}"])
+    if request.utilization is not None:
+        rules = dataclasses.replace(rules, utilization=request.utilization)
+    large = deployment.Batch(rules.large_batch_tokens, rules.large_batch_sequences)
+    need = deployment.deployment(rules, model, fmt, kv, request.gpus, context, request.requests, large)
+    configurations = offered_configurations(catalog.gpus, catalog.snapshot.offers, catalog.rules.gpu_counts)
+    fits = deployment_fits(rules, model, fmt, kv, context, request.requests, configurations, catalog.rules.comfortable_requests)
+    return Estimate(model, weights, request.kv, context, request.requests, rules, need, counts, fits, catalog)
+
+
+def _listed(items: tuple[Any, ...]) -> str:
+    return ", ".join(map(str, items[:-1])) + f" or {items[-1]}" if len(items) > 1 else str(items[0])
+
+
+def as_json(result: Estimate) -> str:
+    """Bytes, as the issue names them, and every configuration that holds the workload."""
+    need = result.need
+    data = {
+        "model": result.model.id,
+        "weights": result.weights,
+        "kv": result.kv,
+        "context": result.context,
+        "requests": result.requests,
+        "gpus": need.gpus,
+        "weights_bytes": round(need.weights_bytes),
+        "weights_bytes_per_gpu": round(need.weights_bytes_per_gpu),
+        "kv_bytes_per_token_per_gpu": round(need.kv_bytes_per_token_per_gpu),
+        "kv_cache_bytes_per_gpu": round(need.kv_cache_bytes_per_gpu),
+        "runtime_bytes_per_gpu": round(need.runtime_bytes_per_gpu),
+        "total_bytes_per_gpu": round(need.total_bytes_per_gpu),
+        "valid_gpu_counts": list(result.valid_gpu_counts),
+        "configurations": [
+            {
+                "gpu": fit.configuration.gpu.id,
+                "count": fit.configuration.count,
+                "price_per_hour": fit.configuration.price_per_hour,
+                "total_bytes_per_gpu": round(fit.need.total_bytes_per_gpu),
+                "budget_bytes_per_gpu": round(fit.budget_bytes),
+                "comfortable": fit.comfortable,
+            }
+            for fit in result.fits
+        ],
+    }
+    return json.dumps(data, indent=2)
+
+
+def as_text(result: Estimate, currency: str = "USD") -> str:
+    """The breakdown and the configurations, for a terminal."""
+    need, model = result.need, result.model
+    lines = [
+        f"{model.name}, {result.rules.weight_formats[result.weights].label} weights, {result.rules.kv_formats[result.kv].label} KV cache, "
+        f"{result.requests} request(s) of {result.context:,} tokens on {need.gpus} GPU(s):",
+        f"  weights      {size_text(need.weights_bytes)} in all, {size_text(need.weights_bytes_per_gpu)} per GPU",
+        f"  KV cache     {size_text(need.kv_cache_bytes_per_gpu)} per GPU ({need.kv_bytes_per_token_per_gpu:,.0f} bytes per token)",
+        f"  runtime      {size_text(need.runtime_bytes_per_gpu)} per GPU (vLLM's defaults on cards of 70 GiB or more)",
+        f"  total        {size_text(need.total_bytes_per_gpu)} per GPU",
+        f"Tensor-parallel sizes vLLM accepts: {_listed(result.valid_gpu_counts)}",
+        f"Configurations on offer that hold it (per GPU: need / {result.rules.utilization:.0%} of the card), cheapest first:",
+    ]
+    for fit in result.fits:
+        config = fit.configuration
+        tag = "comfortable" if fit.comfortable else "tight"
+        lines.append(
+            f"  {config.count} x {config.gpu.name:<16} {config.price_per_hour:>8.2f} {currency}/h  "
+            f"{size_text(fit.need.total_bytes_per_gpu)} of {size_text(fit.budget_bytes)}  {tag}"
+        )
+    if not result.fits:
+        lines.append("  none: it needs more than one machine of the largest GPUs on offer")
+    return "\n".join(lines)
+
+
+def size_text(value: float) -> str:
+    return f"{value / GB:,.1f} GB ({value / GIB:,.1f} GiB)"
+
+
+def draft_entry(config_path: Path, model_id: str | None, name: str | None, source: str | None) -> str:
+    """A models.yaml entry drafted from a config.json: the numbers counted, the words left to fill."""
+    config = read_config(config_path)
+    ident = model_id or config_path.parent.name.lower() or config_path.stem
+    try:
+        model = model_from_config(config, ident, name or ident, source or "https://huggingface.co")
+    except Invalid as error:
+        raise BuildError([f"{config_path}: {error}"]) from None
+    arch = model.arch
+    attention: dict[str, Any] = {"kind": arch.attention.kind}
+    if arch.attention.kind == "sliding":
+        attention.update(window=arch.attention.window, sliding_layers=arch.attention.sliding_layers)
+    if arch.attention.kind == "mla":
+        attention.update(kv_lora_rank=arch.attention.kv_lora_rank, qk_rope_head_dim=arch.attention.qk_rope_head_dim)
+    fields: list[tuple[str, Any]] = [
+        ("id", model.id),
+        ("name", model.name),
+        ("family", model.family),
+        ("size_label", model.size_label),
+        ("params_b", round(model.params_b, 9)),
+    ]
+    if model.active_params_b:
+        fields.append(("active_params_b", round(model.active_params_b, 9)))
+    fields += [
+        ("layers", arch.layers),
+        ("hidden", arch.hidden),
+        ("heads", arch.heads),
+        ("kv_heads", arch.kv_heads),
+        ("head_dim", arch.head_dim),
+        ("native_context", model.native_context),
+        ("attention", attention),
+        ("vocab", arch.vocab),
+        ("tied_embeddings", arch.tied_embeddings),
+        ("intermediate", arch.intermediate),
+    ]
+    if arch.experts:
+        experts = {"count": arch.experts.count, "active": arch.experts.active, "intermediate": arch.experts.intermediate}
+        experts.update({k: v for k, v in (("shared", arch.experts.shared), ("dense_layers", arch.experts.dense_layers)) if v})
+        fields.append(("experts", experts))
+    if model.vision_params_b:
+        fields.append(("vision_params_b", round(model.vision_params_b, 6)))
+    fields += [("release", model.release), ("license", DRAFT_LICENSE), ("source", model.source)]
+    lines = ["  - " + _yaml_field(*fields[0])] + ["    " + _yaml_field(key, value) for key, value in fields[1:]]
+    return "\n".join(lines) + "\n"
+
+
+# A config.json says nothing of the licence: the draft names what to fill in (and fails validation until then).
+DRAFT_LICENSE = {"name": "TODO: the licence's name", "kind": "TODO: open-source or custom", "url": "TODO: the URL of its text"}
+
+
+def _yaml_field(key: str, value: Any) -> str:
+    if isinstance(value, dict):
+        inner = ", ".join(f"{k}: {_scalar(v)}" for k, v in value.items())
+        return f"{key}: {{{inner}}}"
+    return f"{key}: {_scalar(value)}"
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value))

@@ -1,0 +1,100 @@
+"""`gpumem estimate --speed`: tokens per second and US$ per million tokens for each configuration
+that holds the workload, or for one GPU and count. The arithmetic is engines/speed.py's."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from gpumem.commands.estimate import Estimate
+from gpumem.engines.sizing import offered_configurations
+from gpumem.engines.speed import Load, Speed, speed
+from gpumem.errors import BuildError
+from gpumem.records.catalog import Gpu
+
+
+@dataclass(frozen=True)
+class SpeedRow:
+    """One configuration's speed under the load; its price is None for a GPU not on offer."""
+
+    gpu: str
+    gpu_name: str
+    count: int
+    price_per_hour: float | None
+    speed: Speed
+
+
+def speed_rows(result: Estimate, prompt: int, output: int, gpu_id: str | None = None) -> tuple[SpeedRow, ...]:
+    """The configurations that hold the workload (cheapest first), or `gpu_id` x --gpus alone."""
+    catalog = result.catalog
+    assert catalog is not None and catalog.rules.speed is not None and catalog.rules.deployment is not None
+    lengths = (("prompt", prompt), ("output", output))
+    problems = [f"--{name}: expected a positive whole number, got {value}" for name, value in lengths if value <= 0]
+    if prompt + output > result.context:
+        problems.append(f"--prompt + --output: {prompt + output:,} tokens is more than the {result.context:,} of --context")
+    known = {gpu.id: gpu for gpu in catalog.gpus}
+    if gpu_id is not None and gpu_id not in known:
+        problems.append(f"--gpu: unknown GPU {gpu_id!r} (a catalog id, e.g. {catalog.gpus[0].id})")
+    if problems:
+        raise BuildError(problems)
+    rules, deployment = catalog.rules.speed, catalog.rules.deployment
+    fmt, kv = deployment.weight_formats[result.weights], deployment.kv_formats[result.kv]
+    load = Load(result.requests, prompt, output)
+    picked: list[tuple[Gpu, int, float | None]]
+    if gpu_id is None:
+        picked = [(fit.configuration.gpu, fit.configuration.count, fit.configuration.price_per_hour) for fit in result.fits]
+    else:
+        offered = offered_configurations(catalog.gpus, catalog.snapshot.offers, catalog.rules.gpu_counts)
+        prices = [c.price_per_hour for c in offered if c.gpu.id == gpu_id and c.count == result.need.gpus]
+        picked = [(known[gpu_id], result.need.gpus, prices[0] if prices else None)]
+    return tuple(
+        SpeedRow(gpu.id, gpu.name, count, price, speed(rules, result.model, fmt, kv, gpu, count, load, price))
+        for gpu, count, price in picked
+    )
+
+
+def speed_json(rows: tuple[SpeedRow, ...]) -> list[dict[str, object]]:
+    """The rows as the issue names their fields; the cost only for a GPU on offer."""
+    found: list[dict[str, object]] = []
+    for row in rows:
+        entry: dict[str, object] = {
+            "gpu": row.gpu,
+            "count": row.count,
+            "decode_tokens_per_s_per_request": round(row.speed.decode_tokens_per_s_per_request, 3),
+            "aggregate_tokens_per_s": round(row.speed.aggregate_tokens_per_s, 3),
+            "ttft_s": round(row.speed.ttft_s, 6),
+        }
+        if row.price_per_hour is not None and row.speed.usd_per_million_output_tokens is not None:
+            entry["price_per_hour"] = row.price_per_hour
+            entry["usd_per_million_output_tokens"] = round(row.speed.usd_per_million_output_tokens, 6)
+            entry["usd_per_million_input_tokens"] = round(row.speed.usd_per_million_input_tokens or 0.0, 6)
+        found.append(entry)
+    return found
+
+
+def with_speed_json(estimate_json: str, rows: tuple[SpeedRow, ...]) -> str:
+    data = json.loads(estimate_json)
+    data["speed"] = speed_json(rows)
+    return json.dumps(data, indent=2)
+
+
+def speed_text(rows: tuple[SpeedRow, ...], load: Load, currency: str = "USD") -> str:
+    """One line per configuration: decode per request, aggregate, time to first token, cost per million."""
+    lines = [
+        f"Speed at {load.concurrency} request(s) of {load.prompt_tokens:,} prompt and {load.output_tokens:,} output tokens "
+        "(a roofline estimate calibrated on published benchmarks, see docs/measurements/speed.md):"
+    ]
+    for row in rows:
+        s = row.speed
+        cost = (
+            f"{s.usd_per_million_output_tokens:>8.3f} {currency}/M output, {s.usd_per_million_input_tokens or 0:.3f} {currency}/M input"
+            if s.usd_per_million_output_tokens is not None
+            else "not on offer: no cost"
+        )
+        lines.append(
+            f"  {row.count} x {row.gpu_name:<16} {s.decode_tokens_per_s_per_request:>8.1f} tok/s per request  "
+            f"{s.aggregate_tokens_per_s:>9.1f} tok/s in all  first token {s.ttft_s:.2f} s  {cost}"
+        )
+    if not rows:
+        lines.append("  none: no configuration on offer holds it")
+    return "\n".join(lines)

@@ -1,0 +1,199 @@
+"""The speed engine: tokens per second and cost per million tokens from a roofline model.
+
+Pure arithmetic on records (a model, its weight and KV formats, a GPU configuration and a
+load), beside the memory engine in engines/deployment.py; no files, no formatting. Each decode step
+reads every GPU's share of the weights (for a mixture of experts, only the experts the batch
+touches) and the KV cache of every running request, and does two FLOPs per active parameter
+per token: its time is the larger of bytes over bandwidth and FLOPs over dense throughput,
+each times the fraction of the datasheet peak the engine reaches (rules.yaml, speed), plus
+the tensor-parallel all-reduces over the GPU-to-GPU link. Prefill is the prompt's FLOPs over
+dense throughput. llama.cpp splits layers across GPUs instead: they take turns, so its step
+reads the whole model at one GPU's bandwidth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpumem.engines.deployment import expert_params, kv_cache_bytes_per_gpu, weights_bytes
+from gpumem.records.catalog import Architecture, Gpu, Model
+from gpumem.records.engines import KvFormat, SpeedRules, WeightFormat
+
+SECONDS_PER_HOUR = 3600
+MILLION = 1e6
+# The load `gpumem estimate --speed` and the calculator assume when none is given: each request's prompt and output tokens.
+DEFAULT_PROMPT = 1000
+DEFAULT_OUTPUT = 1000
+
+
+@dataclass(frozen=True)
+class Load:
+    """What the configuration serves: requests running at once, and each one's prompt and output lengths."""
+
+    concurrency: int
+    prompt_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decode step on one GPU: its parts in seconds (the larger of memory and compute, plus the link
+    and the engine's fixed time per layer)."""
+
+    memory_s: float
+    compute_s: float
+    link_s: float
+    overhead_s: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return max(self.memory_s, self.compute_s) + self.link_s + self.overhead_s
+
+
+@dataclass(frozen=True)
+class Speed:
+    """A configuration's speed under a load, and its cost when it has a price.
+
+    decode_tokens_per_s_per_request is one decode step's rate (what ITL or llama-bench tgN measure);
+    ttft_s is one prompt's prefill plus the first step, without waiting behind other requests; the
+    input-token cost divides the price by the prompt tokens the configuration prefills in an hour.
+    """
+
+    decode_tokens_per_s_per_request: float
+    aggregate_tokens_per_s: float
+    ttft_s: float
+    prefill_tokens_per_s: float
+    step: Step
+    usd_per_million_output_tokens: float | None = None
+    usd_per_million_input_tokens: float | None = None
+
+
+def compute_precision(rules: SpeedRules, fmt: WeightFormat, gpu: Gpu) -> str:
+    """The tensor rate a format's matrix products run at: the first of its precisions the GPU has."""
+    for precision in rules.compute_precision.get(fmt.name, ()):
+        if precision in gpu.dense_tflops:
+            return precision
+    return "bf16"
+
+
+def link_bytes_per_s(rules: SpeedRules, gpu: Gpu, gpus: int) -> float:
+    """One direction of the GPU-to-GPU path: the link, or PCIe when a bridge joins fewer cards than used."""
+    link = gpu.link
+    if link.kind == "nvlink-bridge" and gpus > link.gpus:
+        return rules.pcie_gb_s[gpu.form_factor.pcie_gen] * 1e9 / 2
+    return link.gb_s * 1e9 / 2
+
+
+def touched_expert_fraction(arch: Architecture, tokens: int) -> float:
+    """Expected share of a layer's routed experts that `tokens` tokens use, each picking `active` of `count`."""
+    experts = arch.experts
+    if experts is None:
+        return 1.0
+    return 1 - (1 - experts.active / experts.count) ** tokens
+
+
+def weight_bytes_read(model: Model, fmt: WeightFormat, tokens: int) -> float:
+    """Weights one step reads in all: everything, less the routed experts no token of the batch uses."""
+    total = weights_bytes(model, fmt)
+    if model.arch.experts is None:
+        return total
+    experts = expert_params(model.arch, fmt.pad_to) * fmt.bits / 8
+    return total - experts * (1 - touched_expert_fraction(model.arch, tokens))
+
+
+def matmul_flops_per_token(model: Model) -> float:
+    """Two FLOPs per active parameter, the input embedding (a lookup) left out."""
+    active = (model.active_params_b or model.params_b) - model.vision_params_b
+    lookup = 0 if model.arch.tied_embeddings else model.arch.vocab * model.arch.hidden
+    return 2 * (active * 1e9 - lookup)
+
+
+def attention_flops_per_token(arch: Architecture, context: float) -> float:
+    """Scores and weighted sum over `context` cached tokens in every layer (MLA attends over its latent)."""
+    width = arch.attention.kv_lora_rank if arch.attention.kind == "mla" else arch.head_dim
+    return 4 * arch.layers * arch.heads * width * context
+
+
+def allreduce_s(rules: SpeedRules, model: Model, gpu: Gpu, gpus: int, tokens: int) -> float:
+    """Two all-reduces of the tokens' hidden states per layer (after attention and after the MLP), ring algorithm."""
+    if gpus == 1:
+        return 0.0
+    size = tokens * model.arch.hidden * rules.activation_bytes
+    ring = 2 * (gpus - 1) / gpus * size / link_bytes_per_s(rules, gpu, gpus)
+    return 2 * model.arch.layers * (ring + rules.allreduce_latency_s)
+
+
+def decode_step(
+    rules: SpeedRules, model: Model, fmt: WeightFormat, kv: KvFormat, gpu: Gpu, gpus: int, batch: int, context: float, runtime: str
+) -> Step:
+    """One decode step of `batch` requests each `context` tokens deep on `gpus` GPUs, per GPU."""
+    efficiency = rules.efficiency[runtime]
+    split = 1 if runtime == "llama.cpp" else gpus  # llama.cpp's GPUs take turns over their layers
+    cache = kv_cache_bytes_per_gpu(model.arch, kv, round(context), batch, split, runtime)
+    read = weight_bytes_read(model, fmt, batch) / split + cache
+    flops = batch * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, context)) / split
+    rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu)] * 1e12
+    link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, batch)
+    return Step(
+        memory_s=read / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type)),
+        compute_s=flops / (rate * efficiency.compute),
+        link_s=link,
+        overhead_s=model.arch.layers * efficiency.layer_overhead_s,
+    )
+
+
+def prefill_s(rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, gpus: int, prompt: int, runtime: str) -> float:
+    """One prompt's prefill: its FLOPs (causal attention over half the prompt on average) over dense throughput."""
+    if prompt == 0:
+        return 0.0
+    efficiency = rules.efficiency[runtime]
+    split = 1 if runtime == "llama.cpp" else gpus
+    flops = prompt * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, prompt / 2)) / split
+    rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu)] * 1e12
+    compute = flops / (rate * (efficiency.prefill_moe if model.is_moe else efficiency.prefill))
+    memory = weights_bytes(model, fmt) / split / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type))
+    link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, prompt)
+    return max(compute, memory) + link + model.arch.layers * efficiency.layer_overhead_s
+
+
+def speed(
+    rules: SpeedRules,
+    model: Model,
+    fmt: WeightFormat,
+    kv: KvFormat,
+    gpu: Gpu,
+    gpus: int,
+    load: Load,
+    price_per_hour: float | None = None,
+    runtime: str = "",
+) -> Speed:
+    """Tokens per second of a load on `gpus` x `gpu`, and US$ per million tokens at the configuration's price.
+
+    Decode runs at the load's average depth (prompt plus half the output). The aggregate counts the
+    prefills the running requests need between them: a round of `concurrency` requests takes their
+    prefills plus `output_tokens` decode steps. The runtime is the format's unless another engine
+    ran it (a measured point: TensorRT-LLM and SGLang take the batched-serving factors of vllm).
+    """
+    runtime = runtime or fmt.runtime
+    context = load.prompt_tokens + load.output_tokens / 2
+    step = decode_step(rules, model, fmt, kv, gpu, gpus, load.concurrency, context, runtime)
+    prefill = prefill_s(rules, model, fmt, gpu, gpus, load.prompt_tokens, runtime)
+    round_s = load.concurrency * prefill + load.output_tokens * step.seconds
+    aggregate = load.concurrency * load.output_tokens / round_s if round_s else 0.0
+    prefill_rate = load.prompt_tokens / prefill if prefill else 0.0
+    return Speed(
+        decode_tokens_per_s_per_request=1 / step.seconds,
+        aggregate_tokens_per_s=aggregate,
+        ttft_s=prefill + step.seconds,
+        prefill_tokens_per_s=prefill_rate,
+        step=step,
+        usd_per_million_output_tokens=_per_million(price_per_hour, aggregate),
+        usd_per_million_input_tokens=_per_million(price_per_hour, prefill_rate),
+    )
+
+
+def _per_million(price_per_hour: float | None, tokens_per_s: float) -> float | None:
+    """The configuration's price per hour over the tokens it makes in an hour, per million."""
+    if price_per_hour is None or not tokens_per_s:
+        return None
+    return price_per_hour / (tokens_per_s * SECONDS_PER_HOUR) * MILLION

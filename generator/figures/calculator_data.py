@@ -1,0 +1,197 @@
+"""The calculator's JSON: what its scripts (calculator.js, speed.js, training.js) read of the rules, the presets,
+the GPUs and the configurations on offer, as rows whose field names are written once, and the engines' constants
+the scripts port."""
+
+from __future__ import annotations
+
+from gpumem.catalog import hf_config
+from gpumem.engines import deployment
+from gpumem.engines.sizing import Configuration
+from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, SECONDS_PER_HOUR
+from gpumem.figures.calculator import SORTS, SPEED_DIGITS, default_gpus
+from gpumem.figures.calculator_training import machines, training_data
+from gpumem.figures.shared import Shop
+from gpumem.records.catalog import Catalog, Experts, Gpu, Model
+from gpumem.records.engines import SpeedRules
+
+# Limits of the serving fields rules.yaml's calculator block does not bound yet (plausible input:
+# the widest open models have hidden sizes near 16k, vocabularies near 260k, experts near 260).
+SERVING_LIMITS = {"max_hidden": 65536, "max_vocab": 1_000_000, "max_intermediate": 1_000_000, "max_experts": 4096}
+# The KV formats every runtime takes, whatever the weights (as gpumem estimate checks them).
+KV_ANY_RUNTIME = ("bf16", "fp32")
+# deployment.layer_slots: vLLM groups sliding and full layers by the larger count under 1.5 x the smaller.
+HYBRID_GROUP_RATIO = 1.5
+# hf_config.count's constants of the architectures it counts, for the script's config.json reader.
+COUNTING = {
+    "gatedMatrices": 3,  # gate, up and down projections of a gated MLP or expert
+    "fourNorms": 4,  # Gemma's norms per layer (two elsewhere)
+    "channels": 3,  # RGB channels of a vision tower's patch embedding
+    "attentionMatrices": 4,  # q, k, v and output projections of a vision layer
+    "gemma3Pattern": 6,  # Gemma 3's sliding_window_pattern default: one global layer in six
+    "defaultContext": 4096,  # max_position_embeddings when a config omits it
+    "mixtralActive": 2,  # Mixtral's num_experts_per_tok default
+}
+RUNTIME_NAMES = {"vllm": "vLLM", "llama.cpp": "llama.cpp"}
+# With its script, the calculator lists this many configurations (the cheapest) and a button shows the rest.
+SHOWN_CONFIGURATIONS = 5
+RELEASE_METHODS = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq", "bitsandbytes": "nf4"}
+# A preset's numbers in the calculator's JSON, one row per model in this order (the keys are written once).
+MODEL_FIELDS = ("id", "params", "layers", "heads", "kvHeads", "headDim", "hidden", "vocab", "intermediate", "release")
+# A GPU on offer in the calculator's JSON, a row in this order (the last left out when unknown).
+GPU_FIELDS = ("name", "runtimeBytes", "bandwidth", "memoryType", "tflops", "link", "pcieGen")
+
+
+def calculator_data(catalog: Catalog, shop: Shop) -> dict:
+    """What the calculator's JavaScript reads: rules, presets, GPUs and configurations on offer."""
+    rules = catalog.rules
+    dep = rules.deployment
+    assert dep is not None  # validated with the catalogs
+    models = [model_row(m) for m in catalog.models]
+    offered = sorted(shop.configurations, key=Configuration.order)
+    large_card = dep.large_card_gib * deployment.GIB
+    return shortest_numbers(
+        {
+            "gpuCounts": list(rules.gpu_counts),
+            "comfortableRequests": rules.comfortable_requests,
+            "shownConfigurations": SHOWN_CONFIGURATIONS,
+            "limits": {**rules.calculator_limits, **SERVING_LIMITS, "max_gpus": rules.max_gpus_per_machine},
+            "defaults": {
+                **rules.calculator_defaults,
+                "gpus": default_gpus(catalog),
+                "prompt": DEFAULT_PROMPT,
+                "output": DEFAULT_OUTPUT,
+                "sort": SORTS[0],
+            },
+            "sorts": list(SORTS),
+            "digits": SPEED_DIGITS,
+            "currency": catalog.snapshot.currency,
+            "modelFields": list(MODEL_FIELDS),
+            "models": models,
+            "gpuFields": list(GPU_FIELDS),
+            "gpus": {c.gpu.id: gpu_row(c.gpu) for c in offered},
+            "machines": machines(catalog),
+            "weightFormats": {
+                f.name: {
+                    "label": f.label,
+                    "bits": f.bits,
+                    "scope": f.scope,
+                    "runtime": f.runtime,
+                    **({"padTo": f.pad_to} if f.pad_to else {}),
+                }
+                for f in dep.weight_formats.values()
+            },
+            "kvFormats": [{"name": k.name, "label": k.label, "bytes": k.bytes, "runtime": k.runtime} for k in dep.kv_formats.values()],
+            "deployment": {
+                "utilization": dep.utilization,
+                "nonTorchBytes": dep.non_torch_bytes,
+                "parallelBytes": dep.parallel_bytes,
+                "activationBytes": dep.activation_bytes,
+                "samplerBytes": dep.sampler_bytes,
+                "llamacppBatch": dep.llamacpp_batch,
+                "logitBytes": deployment.LOGIT_BYTES,
+                "largeCardBytes": large_card,
+                "largeCardExceptions": list(dep.large_card_exceptions),
+                "largeBatch": {"tokens": dep.large_batch_tokens, "sequences": dep.large_batch_sequences},
+                "smallBatch": {"tokens": dep.small_batch_tokens, "sequences": dep.small_batch_sequences},
+                "bitsPerByte": 8,
+                "sixteenBitBytes": 2,
+                "hybridGroupRatio": HYBRID_GROUP_RATIO,
+                "kvAnyRuntime": list(KV_ANY_RUNTIME),
+                "runtimeNames": RUNTIME_NAMES,
+            },
+            "training": training_data(catalog),
+            "speed": speed_data(rules.speed),
+            "counting": {
+                **COUNTING,
+                "architectures": list(hf_config.ARCHITECTURES),
+                "qkvBias": list(hf_config.QKV_BIAS),
+                "qkNorm": list(hf_config.QK_NORM),
+                "fourNormKinds": list(hf_config.FOUR_NORMS),
+                "releaseMethods": RELEASE_METHODS,
+            },
+        }
+    )
+
+
+def model_row(m: Model) -> list:
+    """A preset as the script reads it: its MODEL_FIELDS in order, then what only some models have (an active
+    parameter count, tied embeddings, attention other than full, experts, a vision tower) as one object, if any."""
+    a = m.arch.attention
+    row: list = [m.id, m.params_b, m.arch.layers, m.arch.heads, m.arch.kv_heads, m.arch.head_dim, m.arch.hidden, m.arch.vocab]
+    row += [m.arch.intermediate, m.release]
+    extra: dict = {}
+    if m.active_params_b is not None:
+        extra["active"] = m.active_params_b
+    # Left out when they say nothing: untied embeddings, full attention, no experts, no vision tower (the script's defaults).
+    if m.arch.tied_embeddings:
+        extra["tied"] = True
+    if a.kind != "full":
+        extra["attention"] = {
+            "kind": a.kind,
+            "window": a.window,
+            "slidingLayers": a.sliding_layers,
+            "latent": a.kv_lora_rank + a.qk_rope_head_dim,
+            **({"rank": a.kv_lora_rank} if a.kind == "mla" else {}),  # the width MLA attends over (speed.js)
+        }
+    if m.arch.experts:
+        extra["experts"] = experts_data(m.arch.experts)
+    if m.vision_params_b:
+        extra["vision"] = m.vision_params_b
+    return row + [extra] if extra else row
+
+
+def shortest_numbers(value):
+    """The data with every whole float written as an integer (8.0 as 8: the same number in JavaScript, two bytes fewer)."""
+    if isinstance(value, dict):
+        return {key: shortest_numbers(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [shortest_numbers(item) for item in value]
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
+def gpu_row(gpu: Gpu) -> list:
+    """A GPU on offer as the scripts read it, its GPU_FIELDS in order: the name, the bytes the runtime sees, and what
+    the speed engine reads (bandwidth in TB/s, memory kind, dense TFLOPS, the link; the PCIe generation, if known)."""
+    link = {"kind": gpu.link.kind, "gbS": gpu.link.gb_s, **({"gpus": gpu.link.gpus} if gpu.link.gpus else {})}
+    row = [gpu.name, gpu.runtime_bytes, gpu.bandwidth_tb_s, gpu.memory_type, gpu.dense_tflops, link]
+    return row + [gpu.form_factor.pcie_gen] if gpu.form_factor.pcie_gen else row
+
+
+def speed_data(rules: SpeedRules | None) -> dict | None:
+    """rules.yaml's speed block for speed.js (None without one: the calculator then shows no speeds)."""
+    if rules is None:
+        return None
+    efficiency = {
+        runtime: {
+            "bandwidthGddr": e.bandwidth_gddr,
+            "bandwidthHbm": e.bandwidth_hbm,
+            "compute": e.compute,
+            "prefill": e.prefill,
+            "prefillMoe": e.prefill_moe,
+            "layerOverheadS": e.layer_overhead_s,
+        }
+        for runtime, e in rules.efficiency.items()
+    }
+    return {
+        "efficiency": efficiency,
+        "computePrecision": {name: list(rates) for name, rates in rules.compute_precision.items()},
+        "pcieGbS": {str(gen): gb_s for gen, gb_s in rules.pcie_gb_s.items()},
+        "activationBytes": rules.activation_bytes,
+        "allreduceLatencyS": rules.allreduce_latency_s,
+        "secondsPerHour": SECONDS_PER_HOUR,
+        "million": MILLION,
+    }
+
+
+def experts_data(experts: Experts | None) -> dict | None:
+    if experts is None:
+        return None
+    return {
+        "count": experts.count,
+        "active": experts.active,
+        "intermediate": experts.intermediate,
+        "shared": experts.shared,
+        "denseLayers": experts.dense_layers,
+    }

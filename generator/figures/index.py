@@ -1,0 +1,73 @@
+"""Figures of the two index pages: every catalog model and every catalog GPU in one table each.
+
+The model rows repeat the model pages' own figure for the release format (so the index and the
+page a row links to always agree); the GPU rows read the snapshot's market. Language-neutral.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from gpumem.engines.sizing import Fit, Market
+from gpumem.figures.subjects import ModelPage
+from gpumem.records.catalog import Catalog, Gpu, Model
+from gpumem.records.engines import WeightFormat
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """A model in its release format: one request of `context` tokens, its memory on one GPU
+    (the deployment model), and the cheapest configuration on offer that holds it."""
+
+    model: Model
+    fmt: WeightFormat
+    context: int
+    need_gb: float
+    fit: Fit | None
+
+
+@dataclass(frozen=True)
+class ModelsIndex:
+    """Every catalog model, smallest first; `context` is the rules' context a row is sized at
+    unless its model's native context is shorter."""
+
+    rows: tuple[ModelRow, ...]
+    context: int
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    """A GPU and what the snapshot offers of it: its lowest price per GPU-hour and that price per
+    GB of memory (None when it is not on offer)."""
+
+    gpu: Gpu
+    market: Market | None
+    price_per_gb_hour: float | None
+
+
+@dataclass(frozen=True)
+class GpusIndex:
+    """Every catalog GPU, least memory first."""
+
+    rows: tuple[GpuRow, ...]
+
+
+def models_index(catalog: Catalog, pages: Mapping[str, ModelPage]) -> ModelsIndex:
+    """One row per catalog model from its page's release-format figure, by size, then name."""
+    rows = []
+    for model in catalog.models:
+        page = pages[model.id]
+        release = page.formats[0]  # a model page lists its release format first
+        assert release.fmt.name == model.release
+        rows.append(ModelRow(model, release.fmt, page.context, release.need_gb, release.cheapest))
+    return ModelsIndex(tuple(sorted(rows, key=lambda row: (row.model.params_b, row.model.name))), catalog.rules.fit_context)
+
+
+def gpus_index(gpus: Iterable[Gpu], markets: Mapping[str, Market]) -> GpusIndex:
+    """One row per catalog GPU, by memory, then name; price per GB-hour is the lowest price ÷ memory_gb."""
+    rows = []
+    for gpu in gpus:
+        market = markets.get(gpu.id)
+        rows.append(GpuRow(gpu, market, market.lowest_price / gpu.memory_gb if market else None))
+    return GpusIndex(tuple(sorted(rows, key=lambda row: (row.gpu.memory_gb, row.gpu.name))))

@@ -1,0 +1,118 @@
+"""The deployment model against measured serving memory: one row per check of each measured point.
+
+Pure: takes the points of catalogs/measurements/serving.yaml (runtime output quoted from public
+logs), the config.json of each measured architecture and the deployment rules; returns the
+rows the methodology page shows and tests/test_deployment.py holds to issue 10's bounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpumem.catalog.hf_config import model_from_config
+from gpumem.engines import deployment as engine
+from gpumem.records.catalog import Model
+from gpumem.records.engines import DeploymentRules, KvFormat
+
+UNITS = {"GiB": 2**30, "MiB": 2**20, "bytes": 1}
+# Issue 10's bounds: weights, KV bytes per token per GPU, and weights + runtime.
+BOUNDS = {"weights": 0.03, "kv": 0.02, "runtime": 0.10}
+# Every runtime point ran on an H100 80GB (its logs print 79.19 GiB): what CUDA reports for it.
+H100_BYTES = 85_045_477_376
+
+
+@dataclass(frozen=True)
+class Row:
+    """One check: what was measured, what the engine says, and why a bound does not apply (or '')."""
+
+    point: str
+    check: str
+    measured: float
+    predicted: float
+    excluded: str = ""
+    url: str = ""
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.measured - 1
+
+    @property
+    def within(self) -> bool:
+        return abs(self.error) <= BOUNDS[self.check]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One check's enforced rows: how many, the mean and the worst error, and its bound."""
+
+    check: str
+    count: int
+    mean_error: float
+    worst_error: float
+    bound: float
+
+
+def rows(points: list[dict[str, Any]], configs: Mapping[str, dict[str, Any]], rules: DeploymentRules) -> tuple[Row, ...]:
+    """Every check every point allows, in the file's order."""
+    models = {name: model_from_config(config, name, name, "https://huggingface.co") for name, config in configs.items()}
+    return tuple(row for point in points for row in _rows_of(point, models, rules))
+
+
+def summaries(found: tuple[Row, ...]) -> tuple[Summary, ...]:
+    result = []
+    for check, bound in BOUNDS.items():
+        enforced = [abs(row.error) for row in found if row.check == check and not row.excluded]
+        mean = sum(enforced) / len(enforced) if enforced else 0.0
+        result.append(Summary(check, len(enforced), mean, max(enforced, default=0.0), bound))
+    return tuple(result)
+
+
+def _amount(point: dict[str, Any], key: str) -> float:
+    return float(point["measured"][key]) * UNITS[point.get("units", {}).get(key, "GiB")]
+
+
+def _rows_of(point: dict[str, Any], models: Mapping[str, Model], rules: DeploymentRules) -> list[Row]:
+    excluded = point.get("not_enforced", {})
+    if "all" in excluded or point.get("arch") not in models:
+        return []
+    found = []
+    measured, settings = point["measured"], point.get("settings", {})
+    model, gpus, url = models[point["arch"]], point["gpus"], point["url"]
+    kv = rules.kv_formats.get(point["kv"])
+    fmt = rules.weight_formats.get(point.get("weights") or "")
+
+    def row(check: str, measured_value: float, predicted: float) -> None:
+        found.append(Row(point["id"], check, measured_value, predicted, excluded.get(check, ""), url))
+
+    if fmt and "weights" in measured:
+        row("weights", _amount(point, "weights"), engine.weights_bytes(model, fmt) / gpus)
+    if fmt and "model_size" in measured:
+        row("weights", _amount(point, "model_size"), engine.weights_bytes(model, fmt))
+    if kv and "kv_cache_tokens" in measured and "kv_cache_memory" in measured:
+        per_token = _amount(point, "kv_cache_memory") / measured["kv_cache_tokens"]
+        row("kv", per_token, engine.kv_bytes_per_token_per_gpu(model.arch, kv, gpus))
+    if kv and "kv_self" in measured:
+        row("kv", _amount(point, "kv_self"), _llamacpp_cache(model, kv, settings))
+    if fmt and {"weights", "non_torch", "activation_peak"} <= set(measured):
+        total = sum(_amount(point, key) for key in ("weights", "non_torch", "activation_peak"))
+        batch = engine.batch_defaults(rules, H100_BYTES, "h100-sxm")
+        predicted = engine.weights_bytes(model, fmt) / gpus + engine.runtime_bytes_per_gpu(rules, model.arch, fmt, gpus, batch)
+        row("runtime", total, predicted)
+    return found
+
+
+def _llamacpp_cache(model: Model, kv: KvFormat, settings: dict[str, Any]) -> float:
+    """llama.cpp's KV buffer: n_ctx cells shared by its sequences, or one part of an interleaved cache."""
+    sequences = settings.get("sequences", 1)
+    tokens = settings["n_ctx"] // sequences
+    arch = model.arch
+    per_layer = engine.kv_elements_per_token_layer(arch, 1) * kv.bytes * tokens * sequences
+    full, sliding = engine.layer_slots(arch, "llama.cpp")
+    part = settings.get("cache")
+    if part == "full_layers":
+        return per_layer * full
+    if part == "sliding_layers":
+        return per_layer * sliding * min(1, arch.attention.window / tokens)
+    return engine.kv_cache_bytes_per_gpu(arch, kv, tokens, sequences, 1, "llama.cpp")

@@ -1,0 +1,149 @@
+"""Figures of the methodology page: every constant of both memory layers, with its source,
+and the deployment model against measured logs. Language-neutral: no formatting here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpumem.catalog.links import Source, source
+from gpumem.engines.deployment import GIB
+from gpumem.figures.measured import BOUNDS, Row, Summary
+from gpumem.records.catalog import Catalog, Gpu
+from gpumem.records.engines import KvFormat, WeightFormat
+
+# Below this, a KV check is bytes per token on one GPU; above, a whole cache (llama.cpp's buffers).
+PER_TOKEN_LIMIT = 10**7
+
+
+@dataclass(frozen=True)
+class WeightRow:
+    fmt: WeightFormat
+    source: Source
+
+
+@dataclass(frozen=True)
+class KvRow:
+    fmt: KvFormat
+    source: Source
+
+
+@dataclass(frozen=True)
+class CardMemory:
+    """A GPU's memory as its vendor lists it and as the runtime budgets from."""
+
+    gpu: Gpu
+    vendor_gb: float
+    runtime_gib: float
+    logged: bool  # a deviceQuery, torch or nvidia-smi log gave the total; else the vendor's GB read as GiB
+    source: Source
+
+
+@dataclass(frozen=True)
+class Check:
+    """One measured check as the page shows it: the row, and whether its sizes are bytes per token."""
+
+    row: Row
+    per_token: bool
+    bound: float
+
+
+@dataclass(frozen=True)
+class PointChecks:
+    """A measured point's checks, with the log it was read from."""
+
+    point: str
+    url: str
+    checks: tuple[Check, ...]
+
+
+@dataclass(frozen=True)
+class MethodologyPage:
+    """Everything the methodology page shows."""
+
+    precisions: tuple[tuple[str, float], ...]
+    kv_precisions: tuple[tuple[str, float], ...]
+    weight_formats: tuple[WeightRow, ...]
+    kv_formats: tuple[KvRow, ...]
+    cards: tuple[CardMemory, ...]
+    sources: tuple[Source, ...]
+    checks: tuple[Check, ...]
+    summary: tuple[Summary, ...]
+    large_card_exceptions: tuple[Gpu, ...]
+    has_deployment: bool
+    utilization: float = 0.0
+    non_torch_gib: float = 0.0
+    parallel_gib: float = 0.0
+    activation_gib: float = 0.0
+    sampler_bytes: float = 0.0
+    llamacpp_batch: int = 0
+    large_card_gib: float = 0.0
+    large_batch_tokens: int = 0
+    large_batch_sequences: int = 0
+    small_batch_tokens: int = 0
+    small_batch_sequences: int = 0
+
+    @property
+    def enforced_count(self) -> int:
+        return sum(item.count for item in self.summary)
+
+    @property
+    def check_count(self) -> int:
+        return len(self.checks)
+
+    @property
+    def point_count(self) -> int:
+        return len(self.points)
+
+    @property
+    def points(self) -> tuple[PointChecks, ...]:
+        """The checks grouped by measured point, in the file's order."""
+        grouped: dict[str, list[Check]] = {}
+        for item in self.checks:
+            grouped.setdefault(item.row.point, []).append(item)
+        return tuple(PointChecks(point, found[0].row.url, tuple(found)) for point, found in grouped.items())
+
+
+def methodology_page(catalog: Catalog, measured: tuple[Row, ...], summary: tuple[Summary, ...]) -> MethodologyPage:
+    """The methodology page's figures, from the rules, the GPUs and the measured checks."""
+    rules = catalog.rules
+    sources = rules.sources
+    deployment = rules.deployment
+
+    def source_of(block: str) -> Source:
+        return source(block, sources.get(block, ""), rules.references)
+
+    cards = tuple(
+        CardMemory(gpu, gpu.memory_gb, gpu.runtime_bytes / GIB, bool(gpu.visible_bytes), source(gpu.id, gpu.visible_source))
+        for gpu in catalog.gpus
+    )
+    checks = tuple(Check(row, row.check == "kv" and row.measured < PER_TOKEN_LIMIT, BOUNDS[row.check]) for row in measured)
+    common: dict[str, Any] = dict(
+        precisions=tuple(rules.precisions.items()),
+        kv_precisions=tuple(rules.kv_precisions.items()),
+        cards=cards,
+        sources=tuple(source(block, text, rules.references) for block, text in sources.items()),
+        checks=checks,
+        summary=summary,
+    )
+    if deployment is None:
+        return MethodologyPage(weight_formats=(), kv_formats=(), large_card_exceptions=(), has_deployment=False, **common)
+    known = {gpu.id: gpu for gpu in catalog.gpus}
+    return MethodologyPage(
+        weight_formats=tuple(WeightRow(f, source_of(f"deployment.weight_formats.{n}")) for n, f in deployment.weight_formats.items()),
+        kv_formats=tuple(KvRow(f, source_of(f"deployment.kv_formats.{n}")) for n, f in deployment.kv_formats.items()),
+        large_card_exceptions=tuple(known[g] for g in deployment.large_card_exceptions if g in known),
+        has_deployment=True,
+        utilization=deployment.utilization,
+        non_torch_gib=deployment.non_torch_bytes / GIB,
+        parallel_gib=deployment.parallel_bytes / GIB,
+        activation_gib=deployment.activation_bytes / GIB,
+        sampler_bytes=deployment.sampler_bytes,
+        llamacpp_batch=deployment.llamacpp_batch,
+        large_card_gib=deployment.large_card_gib,
+        large_batch_tokens=deployment.large_batch_tokens,
+        large_batch_sequences=deployment.large_batch_sequences,
+        small_batch_tokens=deployment.small_batch_tokens,
+        small_batch_sequences=deployment.small_batch_sequences,
+        **common,
+    )

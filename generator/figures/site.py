@@ -1,0 +1,88 @@
+"""Every page's figures, computed once per build from the catalog and its snapshot."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from gpumem.catalog.links import Citations, citations
+from gpumem.catalog.price_checks import Comparison, compare_prices
+from gpumem.engines import deployment as engine
+from gpumem.figures.apis import ApiGuide, api_guide
+from gpumem.figures.calculator import CalculatorPage, calculator_page
+from gpumem.figures.calculator_data import calculator_data
+from gpumem.figures.guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
+from gpumem.figures.index import GpusIndex, ModelsIndex, gpus_index, models_index
+from gpumem.figures.measured import Row, Summary, rows, summaries
+from gpumem.figures.methodology import MethodologyPage, methodology_page
+from gpumem.figures.shared import Shop
+from gpumem.figures.speed import GpuSpeed, InferenceGuide, ModelSpeed, gpu_speed, inference_guide, model_speed
+from gpumem.figures.subjects import GpuPage, ModelPage, PricesPage, gpu_page, model_page, prices_page
+from gpumem.figures.training import FinetuneGuide, ModelTuning, finetune_guide, model_tuning
+from gpumem.records.catalog import Catalog
+
+
+@dataclass(frozen=True)
+class SiteFigures:
+    """Every figure of every page, computed once per build for all languages."""
+
+    shop: Shop
+    main: MainGuide
+    vram: VramGuide
+    sizing: SizingGuide
+    calculator: CalculatorPage
+    prices: PricesPage
+    models: dict[str, ModelPage]
+    gpus: dict[str, GpuPage]
+    calculator_json: str
+    models_index: ModelsIndex  # the index pages: every model and every GPU in one table
+    gpus_index: GpusIndex
+    measured: tuple[Row, ...] = ()  # the deployment model against measured logs (methodology page)
+    measured_summary: tuple[Summary, ...] = ()
+    method: MethodologyPage | None = None  # the methodology page: both layers' constants, sources, measured checks
+    citations: Citations = field(default_factory=lambda: Citations({}))  # per rules.yaml block: what its "Source:" line links
+    price_checks: tuple[Comparison, ...] = ()  # other providers' dated prices against the snapshot's lowest
+    tuning: dict[str, ModelTuning | None] = field(default_factory=dict)  # each model page's "Fine-tune it" table
+    finetune: FinetuneGuide | None = None  # the guide "The best GPU to fine-tune" rules.yaml's training.run model
+    api: ApiGuide | None = None  # the page "Self-hosting or an API?": API prices against the cheapest configuration per token
+    model_speed: dict[str, ModelSpeed | None] = field(default_factory=dict)  # each model page's speed and cost table
+    gpu_speed: dict[str, GpuSpeed | None] = field(default_factory=dict)  # each GPU page's speed table
+    infer: InferenceGuide | None = None  # the guide "The best GPU for LLM inference"
+
+
+def site_figures(catalog: Catalog) -> SiteFigures:
+    """Every page's figures, computed once from the catalog and its snapshot."""
+    engine.forget()  # remembered within this build only
+    shop = Shop(catalog)
+    deployment = catalog.rules.deployment
+    checks = rows(list(catalog.measured_points), catalog.measured_configs, deployment) if deployment else ()
+    models = {m.id: model_page(catalog, shop, m) for m in catalog.models}
+    gpus = {g.id: gpu_page(catalog, shop, g) for g in catalog.gpus}
+    return SiteFigures(
+        shop=shop,
+        main=main_guide(catalog, shop),
+        vram=vram_guide(catalog, shop),
+        sizing=sizing_guide(catalog, shop),
+        calculator=calculator_page(catalog, shop),
+        prices=prices_page(catalog, shop),
+        models=models,
+        gpus=gpus,
+        calculator_json=json.dumps(calculator_data(catalog, shop), sort_keys=True, separators=(",", ":")),
+        measured=checks,
+        measured_summary=summaries(checks),
+        method=methodology_page(catalog, checks, summaries(checks)),
+        citations=citations(catalog.rules),
+        price_checks=compare_prices(
+            catalog.price_checks, catalog.gpus, catalog.snapshot, shop.markets, catalog.rules.price_check_max_age_days
+        ),
+        models_index=models_index(catalog, models),
+        gpus_index=gpus_index(catalog.gpus, shop.markets),
+        tuning={m.id: model_tuning(catalog, m, shop.configurations) for m in catalog.models},
+        api=api_guide(catalog, shop.configurations),
+        finetune=finetune_guide(
+            catalog, shop.configurations, {g.id: g.dense_tflops["bf16"] for g in catalog.gpus if "bf16" in g.dense_tflops}
+        ),
+        model_speed={key: model_speed(catalog, page) for key, page in models.items()},
+        gpu_speed={key: gpu_speed(catalog, page) for key, page in gpus.items()},
+        infer=inference_guide(catalog, shop.configurations),
+    )

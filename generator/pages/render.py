@@ -1,0 +1,421 @@
+"""Stage 4: turn pages and their precomputed figures into HTML, per language.
+
+Formats numbers, prices and dates with Babel and translates interface strings
+through gettext catalogs; never computes memory.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import gettext
+import io
+import json
+import math
+import re
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+from types import CodeType
+from typing import Any, Literal
+
+import jinja2
+import jinja2.sandbox
+import markdown
+from babel import Locale
+from babel.dates import format_date, format_time
+from babel.lists import format_list
+from babel.messages.mofile import write_mo
+from babel.numbers import format_currency, format_percent, get_decimal_symbol, get_group_symbol
+from markdown.extensions.toc import TocExtension
+from markupsafe import Markup, escape
+
+from gpumem.catalog.load import ContentPage, parsed_messages
+from gpumem.errors import BuildError
+from gpumem.pages import charts
+from gpumem.pages.rows import table_rows
+
+
+class FailingUndefined(jinja2.StrictUndefined):
+    """A missing name or attribute fails where it is used, even as a function's argument."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fail_with_undefined_error()
+
+
+class FormatError(ValueError):
+    """A placeholder asked to format something that is not a number, a price or a date."""
+
+
+def _checked(value: Any) -> float:
+    """A finite number, or a FormatError saying what a placeholder passed instead."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise FormatError(f"expected a number to format, got {value!r:.80}")
+    return value
+
+
+_STEPS = [Decimal(1).scaleb(-digits) for digits in range(8)]
+
+
+def _remembered(function: Callable[..., str]) -> Callable[..., str]:
+    """`function` with its results kept per argument and type (True is not 1); an unhashable
+    argument (a placeholder passing a list) goes through uncached, to fail as it should."""
+    cached = functools.lru_cache(maxsize=None, typed=True)(function)
+
+    def call(*args: Any, **kwargs: Any) -> str:
+        try:
+            hash((args, tuple(kwargs.items())))
+        except TypeError:
+            return function(*args, **kwargs)
+        return cached(*args, **kwargs)
+
+    return call
+
+
+class Formats:
+    """Numbers, prices and dates written the way the page's language writes them."""
+
+    def __init__(self, lang: str, currency: str, gb_unit: str = "GB") -> None:
+        self.lang, self.currency, self.gb_unit = lang, currency, gb_unit
+        # French sets a narrow no-break space before two-part punctuation (Lexique des règles
+        # typographiques en usage à l'Imprimerie nationale); Babel's locale data has no such rule.
+        space = "\u202f" if self.lang.split("-")[0] == "fr" else ""
+        self.colon, self.semicolon = space + ":", space + ";"
+        self.locale = lang.replace("-", "_")  # Babel's form of a BCP 47 code: pt-BR -> pt_BR
+        locale = Locale.parse(self.locale)
+        self._separators = str.maketrans({",": get_group_symbol(locale=locale), ".": get_decimal_symbol(locale=locale)})
+        # A page formats the same few hundred values again and again (Babel's currency pattern costs
+        # some 40 µs a call): each language's Formats remembers what it wrote.
+        self.number = _remembered(self._number)  # type: ignore[method-assign]
+        self.money = _remembered(self._money)  # type: ignore[method-assign]
+        self.percent = _remembered(self._percent)  # type: ignore[method-assign]
+        self._lists: dict[tuple[tuple[str, ...], str], str] = {}  # (names, style) -> the list in words
+
+    def _number(self, value: float, digits: int = 0) -> str:
+        """Grouped, with up to `digits` decimals, rounded half to even: what Babel's '#,##0.#' writes.
+
+        A float is read as its shortest decimal form (repr), as Babel and the browser's
+        Intl.NumberFormat both read it: 0.05 is 0.05, not the binary 0.05000000000000000277.
+        """
+        rounded = Decimal(repr(_checked(value))).quantize(_STEPS[digits], rounding=ROUND_HALF_EVEN)
+        text = f"{rounded:,f}"
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+        return ("0" if text in ("-0", "") else text).translate(self._separators)
+
+    def gb(self, value: float) -> str:
+        """Decimal gigabytes with at most one decimal, in the language's unit: '1.120 GB', '42,9 Go'."""
+        return f"{self.number(value, 1)}\u00a0{self.gb_unit}"
+
+    def tokens(self, value: float) -> str:
+        """A context length in the short form axes use: '8k', '128k'."""
+        return f"{self.number(value / 1024)}k" if value >= 1024 else self.number(value)
+
+    def _money(self, value: float, digits: int | None = None, currency: str = "") -> str:
+        """A price in the snapshot's currency (or the one named: a price check is in US dollars), with
+        the currency's decimals or `digits` of them, in the language's currency pattern."""
+        if digits is None:
+            return format_currency(_checked(value), currency or self.currency, locale=self.locale)
+        pattern = copy.copy(Locale.parse(self.locale).currency_formats["standard"])
+        pattern.frac_prec = (digits, digits)
+        return pattern.apply(_checked(value), Locale.parse(self.locale), currency=currency or self.currency, currency_digits=False)
+
+    def _percent(self, value: float) -> str:
+        return format_percent(_checked(value), locale=self.locale)
+
+    def date(self, moment: datetime) -> str:
+        return format_date(moment, "medium", locale=self.locale)
+
+    def time(self, moment: datetime) -> str:
+        return format_time(moment, "HH:mm", locale=self.locale)
+
+    def either(self, names: Iterable[str]) -> str:
+        """'L40S, RTX 6000 Ada or RTX A6000' in the page's language."""
+        return self._list(tuple(names), "or")
+
+    def both(self, names: Iterable[str]) -> str:
+        return self._list(tuple(names), "standard")
+
+    def _list(self, names: tuple[str, ...], style: Literal["standard", "or"]) -> str:
+        # Babel's list patterns cost some 40 µs a call, and a page names the same GPUs in many cells.
+        if (names, style) not in self._lists:
+            self._lists[(names, style)] = format_list(list(names), style=style, locale=self.locale)
+        return self._lists[(names, style)]
+
+
+def compile_translations(translations_dir: Path, lang: str) -> bytes:
+    """A language's .po file compiled in memory: the bytes of its .mo."""
+    path = translations_dir / lang / "LC_MESSAGES" / "messages.po"
+    catalog = parsed_messages(path.read_text(encoding="utf-8"), lang.replace("-", "_"))  # as the build checked it
+    compiled = io.BytesIO()
+    write_mo(compiled, catalog)
+    return compiled.getvalue()
+
+
+def load_translations(translations_dir: Path, lang: str, compiled: bytes | None = None) -> gettext.NullTranslations:
+    """A language's gettext catalog, from its .po file (or from `compiled`, its .mo bytes)."""
+    return gettext.GNUTranslations(io.BytesIO(compiled if compiled is not None else compile_translations(translations_dir, lang)))
+
+
+def gettext_functions(translations: gettext.NullTranslations) -> dict[str, Callable[..., Markup]]:
+    """`_` and `ngettext` for templates: translated, escaped, then filled with %(name)s values."""
+
+    @functools.cache
+    def plain(message: str) -> Markup:
+        return escape(translations.gettext(message))
+
+    def _(message: str, **values: Any) -> Markup:
+        return filled(plain(message), values) if values else plain(message)
+
+    def ngettext(singular: str, plural: str, n: int, **values: Any) -> Markup:
+        return filled(escape(translations.ngettext(singular, plural, n)), {"num": n, **values})
+
+    return {"_": _, "ngettext": ngettext}
+
+
+def filled(pattern: Markup, values: dict[str, Any]) -> Markup:
+    """`pattern % values` as Markup writes it (each value escaped), in half the time: every placeholder
+    of the templates and translations is %(name)s, which takes a value escaped beforehand as it is;
+    any other (%(name)d) is left to Markup."""
+    try:
+        return Markup(str.__mod__(pattern, {name: escape(value) for name, value in values.items()}))
+    except TypeError:
+        return pattern % values
+
+
+BLANK_LINES = re.compile(r"\n\s*\n")
+SEPARATOR = "\x1e"  # ASCII record separator: splits one rendered content template into its pieces
+
+
+def _unescaped(value: Any) -> Any:
+    """Strings as a reader sees them: escaped Markup turned back into text, inside lists and dicts too."""
+    if isinstance(value, Markup):
+        return value.unescape()
+    if isinstance(value, dict):
+        return {key: _unescaped(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_unescaped(item) for item in value]
+    return value
+
+
+# Inside <script>, a JSON text must not contain what could end the element or start markup:
+# "<", ">" and "&" are written as JSON escapes (only ever inside strings), and so are the two
+# line terminators that older JavaScript parsers reject.
+_SCRIPT_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def script_json(value: Any) -> Markup:
+    """JSON safe inside a <script> element, whatever strings the catalogs hold.
+
+    A string is taken as JSON text already serialized; anything else is serialized here.
+    """
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return Markup(str(text).translate(_SCRIPT_ESCAPES))
+
+
+def text_json(value: Any) -> Markup:
+    """JSON for a script element: the text of translated strings, safe inside HTML."""
+    return script_json(_unescaped(value))
+
+
+def faq_json(faq: Iterable[tuple[Markup, Markup]]) -> Markup:
+    """JSON-LD FAQPage for a page's questions and answers (answers as plain text)."""
+    entities = [
+        {
+            "@type": "Question",
+            "name": Markup(question).striptags(),
+            "acceptedAnswer": {"@type": "Answer", "text": Markup(answer).striptags()},
+        }
+        for question, answer in faq
+    ]
+    return script_json({"@context": "https://schema.org", "@type": "FAQPage", "mainEntity": entities})
+
+
+def breadcrumb_json(steps: Iterable[tuple[str, str]]) -> Markup:
+    """JSON-LD BreadcrumbList of (name, absolute URL) steps, first to last (names as plain text, their
+    spaces kept: French puts a narrow no-break one before '?'; a step without a URL, a section whose
+    index page does not exist, has no item)."""
+    items = [
+        {"@type": "ListItem", "position": position, "name": escape(name).unescape(), **({"item": address} if address else {})}
+        for position, (name, address) in enumerate(steps, start=1)
+    ]
+    return script_json({"@context": "https://schema.org", "@type": "BreadcrumbList", "itemListElement": items})
+
+
+@dataclass(frozen=True)
+class Content:
+    """A content page rendered: title, description, body HTML and FAQ items."""
+
+    title: str
+    description: str
+    body: Markup
+    faq: tuple[tuple[Markup, Markup], ...]
+
+
+class Renderer:
+    """One Jinja environment; a page is rendered with its language's formats and strings."""
+
+    def __init__(
+        self,
+        templates_dir: Path,
+        translations_dir: Path,
+        languages: Iterable[str],
+        cache: Path | None = None,
+        messages: dict[str, bytes] | None = None,
+    ) -> None:
+        """`messages`: the languages' .mo bytes when compiled already (compile_translations)."""
+        # Compiled templates (layouts and content) are kept between builds, keyed on their bytes.
+        self.compiled = jinja2.FileSystemBytecodeCache(str(cache)) if cache is not None else None
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(templates_dir),
+            bytecode_cache=self.compiled,
+            auto_reload=False,  # one build's environment: each template is read once, not checked again at each import
+            autoescape=True,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            undefined=FailingUndefined,
+            keep_trailing_newline=True,
+        )
+        self.env.filters["compact"] = lambda html: Markup(BLANK_LINES.sub("\n", str(html)).strip())
+        self.env.globals["faq_json"] = faq_json
+        self.env.globals["breadcrumb_json"] = breadcrumb_json
+        self.env.globals["charts"] = charts
+        self.env.globals["table_rows"] = table_rows  # the model and GPU pages' table bodies, written in Python
+        self.env.filters["text_json"] = text_json
+        self.env.filters["script_json"] = script_json
+        self.env.globals["part_width"] = lambda part, total: f"{100 * part / total:.2f}%"
+        # Content Markdown is written by people, not programmers: its templates run sandboxed (no
+        # attribute starting with "_", no unsafe callable), with no loader (nothing to include)
+        # and only the names in CONTENT_NAMES.
+        self.content_env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+            loader=jinja2.DictLoader({}),
+            autoescape=True,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            undefined=FailingUndefined,
+            keep_trailing_newline=True,
+        )
+        self.content_env.filters.update(self.env.filters)
+        messages = messages or {}
+        self.strings = {lang: gettext_functions(load_translations(translations_dir, lang, messages.get(lang))) for lang in languages}
+        # The extension itself, not its name: a name is looked up among the installed packages'
+        # entry points, which costs every build 16 ms.
+        self.markdown = markdown.Markdown(extensions=[TocExtension()], output_format="html")
+        self._contexts: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def render(self, template: str, context: dict[str, Any]) -> str:
+        return self.env.get_template(template).render(context)
+
+    def language_context(self, lang: str, currency: str) -> dict[str, Any]:
+        """Formats and strings of one language, made once and shared by its pages."""
+        key = (lang, currency)
+        if key not in self._contexts:
+            strings = self.strings[lang]
+            unit = str(strings["_"]("%(value)s GB")).replace("%(value)s", "").strip()  # French writes Go
+            self._contexts[key] = {"lang": lang, "f": Formats(lang, currency, unit), **strings}
+        return self._contexts[key]
+
+    def prepare(self, currency: str) -> None:
+        """Compile every template and load every locale now, before pages are shared among processes."""
+        self.compile_all()
+        for lang in self.strings:
+            self.language_context(lang, currency)
+
+    def compile_all(self) -> None:
+        """Every layout compiled (or read from the cache)."""
+        for name in self.env.list_templates(filter_func=lambda name: not name.startswith("static/")):
+            self.env.get_template(name)
+
+    def content(self, page: ContentPage, context: dict[str, Any]) -> Content:
+        """Fill a Markdown page's placeholders with the build's figures, then convert it.
+
+        Front matter and body are rendered as one template (compiled once), each piece at
+        its own line of the file, so errors name the right line.
+        """
+        meta = page.meta
+        pieces = [(meta.line_of("title"), meta["title"]), (meta.line_of("description"), meta["description"])]
+        for item in meta.get("faq", ()):
+            pieces += [(item.line_of("q"), item["q"]), (item.line_of("a"), item["a"])]
+        pieces.append((page.body_line, page.body))
+        names = {name: context[name] for name in CONTENT_NAMES if name in context}
+        names["m"] = self.env.get_template("_macros.html").make_module(context)
+        filled = [text.strip("\n") for text in self._fill(page, pieces, names)]
+        title, description, *faq, body = filled
+        return Content(
+            title=title.strip(),
+            description=description.strip(),
+            body=self._markdown(body),
+            faq=tuple((Markup(faq[i].strip()), self._markdown(faq[i + 1])) for i in range(0, len(faq), 2)),
+        )
+
+    def _compiled_content(self, source: str, path: str) -> CodeType:
+        """A content template compiled in the sandbox, from the cache when these bytes were compiled before."""
+        env = self.content_env
+        if self.compiled is None:
+            return env.compile(source, name=path, filename=path)
+        bucket = self.compiled.get_bucket(env, f"content:{path}", path, source)  # not a layout's name
+        if bucket.code is None:
+            bucket.code = env.compile(source, name=path, filename=path)
+            self.compiled.set_bucket(bucket)
+        return bucket.code
+
+    def _markdown(self, source: str) -> Markup:
+        self.markdown.reset()
+        return Markup(self.markdown.convert(source))
+
+    def _fill(self, page: ContentPage, pieces: list[tuple[int, str]], names: dict[str, Any]) -> list[str]:
+        """Render content pieces (line, text) as one sandboxed template; errors name the content file and line."""
+        source, line = [], 1
+        for start, text in pieces:
+            source.append("\n" * max(0, start - line) + text + SEPARATOR)
+            line = max(line, start) + text.count("\n")
+        env = self.content_env
+        try:
+            code = self._compiled_content("".join(source), page.path)
+            rendered = env.template_class.from_code(env, code, env.globals).render(names)
+        except jinja2.TemplateSyntaxError as error:
+            raise BuildError([f"{page.path}:{error.lineno}: template: {error.message}"]) from None
+        except Exception as error:  # noqa: BLE001 - whatever a placeholder does wrong is the content's problem
+            frames = [f.lineno for f in traceback.extract_tb(error.__traceback__) if f.filename == page.path]
+            where = f"{page.path}:{frames[-1]}" if frames else page.path
+            raise BuildError([f"{where}: template: {_explain(error)}"]) from None
+        return rendered.split(SEPARATOR)[: len(pieces)]
+
+
+# What content templates may name: formats, strings, links and the figures computed for them.
+CONTENT_NAMES: tuple[str, ...] = (
+    "f",
+    "_",
+    "ngettext",
+    "link",
+    "page",
+    "rules",
+    "snapshot",
+    "stamp",
+    "guide",
+    "vram",
+    "sizing",
+    "calc",
+    "method",
+    "marketplace",
+    "tune",
+    "api",
+    "infer",
+)
+
+
+def _explain(error: Exception) -> str:
+    """An error raised by a placeholder, in words: the message, or the kind of error when it has none."""
+    if isinstance(error, jinja2.TemplateNotFound):
+        return f"content cannot include or import other templates ({error.name!r})"
+    if isinstance(error, FormatError):
+        return str(error)
+    if isinstance(error, jinja2.sandbox.SecurityError):
+        return f"not allowed in content: {error}"
+    text = str(error).strip()
+    kind = type(error).__name__
+    return f"{kind}: {text}" if text and not isinstance(error, jinja2.UndefinedError) else text or kind

@@ -1,0 +1,188 @@
+"""The engines' constants as typed records: rules.yaml's deployment block (the weight and KV-cache formats and
+what the runtime allocates), its training block and its speed block, read by catalog/deployment.py, catalog/training.py
+and catalog/speed.py, and passed as they are to engines/deployment.py, engines/training.py and engines/speed.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How a checkpoint stores its weights (rules.yaml, deployment.weight_formats)."""
+
+    name: str
+    label: str
+    bits: float  # per quantized weight, scales and zero points included
+    scope: str  # all | linear | experts: which weights take `bits` (the others stay at 16 bits)
+    runtime: str  # vllm | llama.cpp
+    pad_to: int = 0  # the runtime pads the experts' intermediate width to a multiple of this
+
+
+@dataclass(frozen=True)
+class KvFormat:
+    """How a runtime stores the key-value cache (rules.yaml, deployment.kv_formats)."""
+
+    name: str
+    label: str
+    bytes: float  # per element
+    runtime: str
+
+
+@dataclass(frozen=True)
+class DeploymentRules:
+    """The runtime's constants: its memory budget, its own memory and its scheduler defaults.
+
+    Hashable, as the engines' remembered calls need (engines/deployment.py): the two tables are compared
+    but left out of the hash, so equal rules still hash alike.
+    """
+
+    weight_formats: dict[str, WeightFormat] = field(hash=False)
+    kv_formats: dict[str, KvFormat] = field(hash=False)
+    utilization: float
+    non_torch_bytes: float
+    parallel_bytes: float
+    activation_bytes: float
+    sampler_bytes: float
+    llamacpp_batch: int
+    large_card_gib: float
+    large_card_exceptions: tuple[str, ...]
+    large_batch_tokens: int
+    large_batch_sequences: int
+    small_batch_tokens: int
+    small_batch_sequences: int
+
+
+@dataclass(frozen=True)
+class TrainingPrecision:
+    """Bytes per trainable parameter of one mixed-precision convention (rules.yaml, training.precisions)."""
+
+    name: str
+    weights: float  # the trainable weights as the forward pass reads them (and an FP32 copy where counted here)
+    gradients: float
+    master: float  # an FP32 master copy kept with the optimizer states (ZeRO's convention)
+    states: float  # one optimizer state element, unless the optimizer fixes its own
+
+
+@dataclass(frozen=True)
+class TrainingOptimizer:
+    """One optimizer's states per trainable parameter (rules.yaml, training.optimizers)."""
+
+    name: str
+    states: int  # state tensors per parameter: 2 for Adam (momentum, variance), 1 for SGD's momentum
+    state_bytes: float  # bytes per state element; 0 = the precision's
+    paged: bool = False  # states in CUDA unified memory, which torch's counters do not see
+    factored: bool = False  # Adafactor: one row and one column vector per matrix instead of a full state
+
+
+@dataclass(frozen=True)
+class TrainingRules:
+    """The training engine's constants (rules.yaml, training)."""
+
+    precisions: dict[str, TrainingPrecision]
+    optimizers: dict[str, TrainingOptimizer]
+    base_formats: dict[str, str]  # method -> weight format of the frozen or trained base
+    layer_bytes: float  # activations one layer stores per token and hidden unit, 16-bit, no recomputation
+    score_bytes: float  # per head and token pair when the attention scores are stored (no FlashAttention)
+    checkpoint_bytes: float  # per token and hidden unit of each layer's input kept by full checkpointing
+    norm_bytes: float  # the part of layer_bytes that is the norms' inputs (copies of the residual stream)
+    logit_bytes: float  # per token and vocabulary entry: the FP32 logits and the loss's log-probabilities
+    gathered_layers: int  # layers whose full weights ZeRO-3 / FSDP gather at once (the current and the prefetched)
+    defaults: TrainingDefaults | None = None  # what `gpumem estimate --mode` assumes for a flag left out
+    pages: TrainingPages | None = None  # the setting the model pages and the fine-tuning guide state
+    run: TrainingRun | None = None  # the run the fine-tuning guide prices
+
+
+@dataclass(frozen=True)
+class TrainingDefaults:
+    """The setting `gpumem estimate --mode` assumes (rules.yaml, training.defaults)."""
+
+    seq: int
+    micro_batch: int
+    lora_rank: int
+    lora_targets: str
+    precision: dict[str, str]  # by method
+
+
+@dataclass(frozen=True)
+class TrainingPages:
+    """The typical setting every model page's "Fine-tune it" section states (rules.yaml, training.pages)."""
+
+    seq: int
+    micro_batches: tuple[int, ...]
+    checkpointing: str
+    flash_attention: bool
+    optimizer: str
+    lora_rank: int
+    lora_targets: str
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """The fine-tuning guide's model and the run it prices (rules.yaml, training.run)."""
+
+    model: str
+    tokens: float
+    flops_per_token_per_param: float  # forward and backward: 6 N per token (arXiv:2001.08361)
+    mfu: float  # model FLOPs utilisation: the share of the GPU's dense BF16 throughput a run achieves
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Fractions of the datasheet peaks an engine reaches: memory bandwidth (GDDR and HBM cards apart),
+    and dense throughput in decode and in prefill; and the fixed time it spends per layer."""
+
+    bandwidth_gddr: float
+    bandwidth_hbm: float
+    compute: float
+    prefill: float
+    prefill_moe: float  # a mixture of experts' prefill: grouped expert GEMMs run below a dense GEMM
+    layer_overhead_s: float = 0.0  # fixed time per layer and forward pass: kernel launches and synchronisation
+
+    def bandwidth(self, memory_type: str) -> float:
+        """The fraction of a card's bandwidth reached, by its memory: HBM stacks or GDDR chips."""
+        return self.bandwidth_hbm if memory_type.upper().startswith("HBM") else self.bandwidth_gddr
+
+
+@dataclass(frozen=True)
+class SpeedPages:
+    """The load the pages state their speed figures at (rules.yaml, speed.pages)."""
+
+    prompt_tokens: int
+    output_tokens: int
+    busy_requests: int  # "busy load": requests running at once; "one request" is 1
+    kv_format: str
+    guide_formats: tuple[str, ...]  # the inference guide's columns, weight formats by name
+
+
+@dataclass(frozen=True)
+class SpeedCheck:
+    """The engine against published measurements of one kind (rules.yaml, speed.calibration)."""
+
+    points: int
+    within: int
+    bound: float
+    mean_error: float
+    worst_error: float
+
+
+@dataclass(frozen=True)
+class SpeedCalibration:
+    """What the pages say about the speed engine's error: the engines measured and each check's summary."""
+
+    engines: tuple[str, ...]
+    decode: SpeedCheck
+    aggregate: SpeedCheck
+
+
+@dataclass(frozen=True)
+class SpeedRules:
+    """The speed engine's constants (rules.yaml, speed)."""
+
+    efficiency: dict[str, Efficiency]  # by runtime: vllm (batched serving engines) and llama.cpp
+    compute_precision: dict[str, tuple[str, ...]]  # weight format -> tensor rates tried in order, else bf16
+    pcie_gb_s: dict[int, float]  # PCIe generation -> x16 GB/s, both directions summed
+    activation_bytes: float  # bytes per hidden-state element in a tensor-parallel all-reduce
+    allreduce_latency_s: float  # fixed cost of one all-reduce
+    pages: SpeedPages | None = None  # the pages' load; None: the site shows no speed figure
+    calibration: SpeedCalibration | None = None
