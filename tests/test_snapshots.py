@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from gpumem.catalog import inputs as reading
 from gpumem.catalog.inputs import choose_snapshot
 from gpumem.catalog.load import snapshot_name, snapshot_time
-from gpumem.catalog import inputs as reading
 from gpumem.commands.build import gather
 from gpumem.commands.prices import import_export
 from gpumem.errors import BuildError, Problems
