@@ -68,10 +68,9 @@ def _remembered(function: Callable[..., str]) -> Callable[..., str]:
 
     def call(*args: Any, **kwargs: Any) -> str:
         try:
-            hash((args, tuple(kwargs.items())))
-        except TypeError:
+            return cached(*args, **kwargs)
+        except TypeError:  # unhashable (the cache raises before calling), or the function's own: either way, called plainly
             return function(*args, **kwargs)
-        return cached(*args, **kwargs)
 
     return call
 
