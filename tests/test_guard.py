@@ -46,10 +46,11 @@ def test_checks_the_shipped_data():
 
 def test_a_test_that_reads_the_production_catalogs_fails_naming_the_files(tmp_path: Path):
     (tmp_path / "test_reads.py").write_text(TESTS.format(catalogs=str(REPO / "catalogs"), repo=str(REPO)))
-    # The inner session installs its own guard: this one's subprocess log must not see its reads.
-    env = {key: value for key, value in os.environ.items() if key not in (FOLDER_VARIABLE, LOG_VARIABLE, "PYTHONPATH")}
+    # The inner session installs its own guard: this one's subprocess log must not see its reads. No short
+    # summary (-rN) and no CI variable: pytest cuts its summary lines to the terminal's width, except under CI.
+    env = {key: value for key, value in os.environ.items() if key not in (FOLDER_VARIABLE, LOG_VARIABLE, "PYTHONPATH", "CI")}
     command = [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider", "-c", str(REPO / "pyproject.toml")]
-    command += ["--rootdir", str(tmp_path), "-q", "-rf", "-W", "error::pytest.PytestUnknownMarkWarning", str(tmp_path / "test_reads.py")]
+    command += ["--rootdir", str(tmp_path), "-q", "-rN", "-W", "error::pytest.PytestUnknownMarkWarning", str(tmp_path / "test_reads.py")]
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     advice = "Tests read tests/fixtures/catalogs; mark a test that checks the shipped data @pytest.mark.shipped_data"
     said = [line for line in result.stdout.splitlines() if " read the production catalogs: " in line]
