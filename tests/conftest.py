@@ -137,7 +137,8 @@ def site_url(built_site: Path) -> Iterator[str]:
 
 # The slow tier (`pytest -m slow`): modules that run Java (the Nu validator), Lighthouse, `gpumem serve` or
 # `kill -9` of real builds, and every test that opens Chromium (a Playwright fixture). The fast tier
-# (`pytest -m "not slow"`) computes and builds only.
+# (`pytest -m "not slow"`) computes and builds only; `-n 2` (pytest-xdist) runs it on both cores, each worker
+# with a guard of its own.
 SLOW_MODULES = {"test_quality", "test_lighthouse", "test_injection", "test_browser", "test_serve", "test_write_safety"}
 BROWSER_FIXTURES = {"page", "context", "browser", "browser_type", "launch_browser", "new_context"}
 
