@@ -3,7 +3,6 @@ so the no-change check starts at once."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 from dataclasses import dataclass
@@ -75,20 +74,6 @@ def template_cache(project: Path) -> Path | None:
     if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o022):
         return None  # compiled code is run as it is read: only from a folder no one else can write
     return folder
-
-
-def keep(path: Path, content: bytes) -> None:
-    """Replace a file of the cache folder (template_cache) whole: written beside it, then renamed,
-    so a reader never sees part of it. Anything that goes wrong (a full disk, a folder made
-    read-only) only costs the time the file would have saved."""
-    partial = path.with_name(f"{path.name}.{os.getpid()}")
-    try:
-        path.parent.mkdir(exist_ok=True)
-        partial.write_bytes(content)
-        os.replace(partial, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            partial.unlink()
 
 
 def parallel_jobs() -> int:
