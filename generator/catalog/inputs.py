@@ -6,6 +6,7 @@ providers' prices and the API prices), every problem reported at once. What a bu
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,11 +46,13 @@ class Inputs:
 
 
 def label(path: Path) -> str:
-    """A path as errors show it: relative to the working folder when it is below it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+    """A path as errors show it: relative to the working folder when it is below it, as written
+    (through a linked folder: catalogs/prices/…) or else once links are resolved."""
+    cwd = Path.cwd()
+    for shown in (Path(os.path.normpath(os.path.abspath(path))), path.resolve()):
+        with contextlib.suppress(ValueError):
+            return str(shown.relative_to(cwd))
+    return str(path)
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,9 @@ def read_stamp(path: Path, problems: Problems) -> Stamp | None:
     such line); None, with the problem reported, when it has no valid one."""
     try:
         found = read_taken_at(path)
+    except IsADirectoryError:
+        problems.add_raw(f"{label(path)}: a folder named like a snapshot (a snapshot is a file); rename or remove it")
+        return None
     except OSError as error:
         problems.add_raw(f"{label(path)}: cannot read: {error.strerror or error}")
         return None
