@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpumem.commands.build import build, gather
+from gpumem.commands.build import build, check, gather
 from gpumem.errors import BuildError
 from gpumem.options import project_options
 
@@ -204,6 +204,32 @@ def test_a_model_page_that_would_land_on_a_guide(root):
     assert problems(root) == [
         f"content/site.yaml:{line_of(root / SITE, '  model: {')}: site: routes.model.en: "
         "model gpu-memory (en) would be written to en/guides/gpu-memory/index.html, as guide-memory (en)"
+    ]
+
+
+def refused_by_check_and_build(root: Path) -> list[str]:
+    """The problems `gpumem check` reports, asserted to be those `gpumem build` reports."""
+    with pytest.raises(BuildError) as raised:
+        check(options_for(root), now=NOW)
+    assert problems(root) == raised.value.lines
+    return raised.value.lines
+
+
+def test_a_route_named_like_the_site_s_own_404_page(root):
+    edit(root / SITE, "en: guides/gpu-memory,", "en: 404.html,")
+    assert refused_by_check_and_build(root) == [
+        f"content/site.yaml:{line_of(root / SITE, '  guide-memory: {')}: site: routes.guide-memory.en: guide-memory (en) "
+        "would be written to en/404.html/index.html, inside en/404.html, one of the site's own files"
+    ]
+
+
+def test_a_model_id_named_like_the_index_page_of_the_models(root):
+    edit(root / MODELS, "  - id: llama-2-7b\n", "  - id: index.html\n")
+    folders = {"es": "modelos", "en": "models", "pt": "modelos", "fr": "modeles", "de": "modelle"}
+    assert refused_by_check_and_build(root) == [
+        f"catalogs/models.yaml: model index.html ({lang}) would be written to {lang}/{folder}/index.html/index.html, "
+        f"inside {lang}/{folder}/index.html, the page of models ({lang}); give it another id"
+        for lang, folder in folders.items()
     ]
 
 
