@@ -233,6 +233,38 @@ def test_a_model_id_named_like_the_index_page_of_the_models(root):
     ]
 
 
+@pytest.mark.parametrize(
+    "address, message",
+    [
+        ("http://gpumem.example.org/", "expected a URL starting with https://, got 'http://gpumem.example.org/'"),
+        (
+            '"https://gpumem.example.org/\\"a/"',
+            "'\"' is not a character a URL holds, in 'https://gpumem.example.org/\"a/'; write it percent-encoded (%22)",
+        ),
+        (
+            "https://gpumem.example.org/<b>/",
+            "'<' is not a character a URL holds, in 'https://gpumem.example.org/<b>/'; write it percent-encoded (%3C)",
+        ),
+        (
+            "https://gpumem.example.org/guides/../",
+            "the path segment '..' of 'https://gpumem.example.org/guides/../' is no folder: hosts resolve it away, "
+            "and the _headers rules would match nothing; write the path it stands for",
+        ),
+        (
+            "https://deploy:hunter2@gpumem.example.org/",
+            "holds a user name or password (before '@'), which every page's canonical link would publish; remove it",
+        ),
+        (
+            "https://gpumem.example.org/?lang=en",
+            "expected no query (?) or fragment (#) in the site's address, got 'https://gpumem.example.org/?lang=en'",
+        ),
+    ],
+)
+def test_a_base_url_that_no_link_should_carry(root, address, message):
+    edit(root / SITE, "base_url: https://gpumem.example.org/", f"base_url: {address}")
+    assert problems(root) == [f"content/site.yaml:{line_of(root / SITE, 'base_url:')}: site: base_url: {message}"]
+
+
 def test_a_language_listed_twice(root):
     edit(root / SITE, "  - {code: de, name: Deutsch}\n", "  - {code: de, name: Deutsch}\n  - {code: de, name: Deutsch}\n")
     line = line_of(root / SITE, "  - {code: de, name: Deutsch}") + 1
