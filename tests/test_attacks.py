@@ -3,6 +3,7 @@ with exit code 1, no traceback and nothing written (issue 9's list, one test eac
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -263,6 +264,17 @@ def test_a_model_id_named_like_the_index_page_of_the_models(root):
 def test_a_base_url_that_no_link_should_carry(root, address, message):
     edit(root / SITE, "base_url: https://gpumem.example.org/", f"base_url: {address}")
     assert problems(root) == [f"content/site.yaml:{line_of(root / SITE, 'base_url:')}: site: base_url: {message}"]
+
+
+@pytest.mark.parametrize("inside", ["templates/static/out", "content/site", "host/public", "catalogs"])
+def test_an_output_inside_a_folder_the_build_reads_is_refused_and_named(project, inside):
+    """templates/static/out published the lock file as an asset, and no build ever found nothing changed."""
+    out = project / inside
+    with pytest.raises(BuildError) as raised:
+        build(project_options(project, out=out), now=NOW)
+    where = "a folder a build reads" if inside == "catalogs" else f"inside {inside.split('/')[0]}, which a build reads"
+    assert raised.value.lines == [f"{inside}: {where}; put the output outside every input folder"]
+    assert not os.path.lexists(out.parent / f".{out.name}.gpumem")
 
 
 def test_a_language_listed_twice(root):

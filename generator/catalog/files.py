@@ -13,6 +13,7 @@ Imports nothing but the standard library: the no-change check runs it before the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Collection
@@ -73,3 +74,13 @@ def linked_folders(root: Path) -> list[Path]:
     """The folders below root reached through a symbolic link, resolved: where a watcher that does
     not follow links (inotify) has to look besides root."""
     return [Path(os.path.realpath(item.path)) for item in input_tree(root) if item.kind == "folder" and item.linked]
+
+
+def label(path: Path) -> str:
+    """A path as errors show it: relative to the working folder when it is below it, as written
+    (through a linked folder: catalogs/prices/…) or else once links are resolved."""
+    cwd = Path.cwd()
+    for shown in (Path(os.path.normpath(os.path.abspath(path))), path.resolve()):
+        with contextlib.suppress(ValueError):
+            return str(shown.relative_to(cwd))
+    return str(path)

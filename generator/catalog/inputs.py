@@ -6,12 +6,12 @@ providers' prices and the API prices), every problem reported at once. What a bu
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from gpumem.catalog.apis import read_apis
+from gpumem.catalog.files import label
 from gpumem.catalog.gpus import read_gpus
 from gpumem.catalog.load import (
     SNAPSHOT_NAME,
@@ -43,16 +43,6 @@ class Inputs:
     site: Site
     content: dict[tuple[str, str], ContentPage]
     warnings: tuple[str, ...]
-
-
-def label(path: Path) -> str:
-    """A path as errors show it: relative to the working folder when it is below it, as written
-    (through a linked folder: catalogs/prices/…) or else once links are resolved."""
-    cwd = Path.cwd()
-    for shown in (Path(os.path.normpath(os.path.abspath(path))), path.resolve()):
-        with contextlib.suppress(ValueError):
-            return str(shown.relative_to(cwd))
-    return str(path)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.catalog.files import input_tree
+from gpumem.catalog.files import label as shown
+from gpumem.errors import BuildError
 from gpumem.options import MAX_FILE_BYTES, BuildResult, Options
 from gpumem.output.versions import Output
 
@@ -119,8 +121,22 @@ def _version(name: str) -> str:
         return "absent"
 
 
+def refuse_output_among_inputs(options: Options) -> None:
+    """A BuildError when the output path is a folder a build reads or lies in one: its versions, its
+    records and the lock beside it would be read as inputs (published as assets, below
+    templates/static/), and no build would ever find nothing changed."""
+    given = Path(options.out).absolute()
+    out = Path(os.path.realpath(given.parent)) / given.name
+    for folder in [*options.sources.values(), CODE]:
+        real = Path(os.path.realpath(folder))
+        if real == out or real in out.parents:
+            where = "a folder a build reads" if real == out else f"inside {shown(folder)}, which a build reads"
+            raise BuildError([f"{shown(options.out)}: {where}; put the output outside every input folder"])
+
+
 def read_inputs(options: Options) -> dict[str, bytes]:
-    """Every input file's bytes by its label (input_files)."""
+    """Every input file's bytes by its label (input_files), once the output is known to lie outside them."""
+    refuse_output_among_inputs(options)
     return {label: _bounded_bytes(path) if path is not None else FOLDER for label, path in input_files(options)}
 
 
