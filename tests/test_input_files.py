@@ -15,7 +15,7 @@ from gpumem.options import project_options
 
 from .conftest import NOW, SNAPSHOT, edit, tree
 from .project import copy_project
-from .test_serve import changed_within
+from .test_serve import Server, changed_within, fetch
 
 PRICE, CHEAPER = "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 2.05,"  # an offer of the fixture snapshot, on the prices page
 GERMAN = "de/index.html"
@@ -111,3 +111,24 @@ def test_a_folder_named_like_a_snapshot_is_refused_by_build_and_check_alike(link
         with pytest.raises(BuildError) as raised:
             run()
         assert raised.value.lines == expected
+
+
+def test_gpumem_serve_rebuilds_on_a_save_below_linked_folders_and_serves_it(inputs, tmp_path):
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    for name in ("catalogs/prices", "content/de"):
+        (inputs / name).rename(kept / Path(name).name)
+        (inputs / name).symlink_to(kept / Path(name).name, target_is_directory=True)
+    server = Server(inputs)
+    try:
+        assert server.line().startswith("rebuilt: 348 written, 0 removed in ")
+        base = server.line().split(" on ")[1].split(" ")[0]
+        assert server.line() == "watching the sources (inotify); open pages reload after each build\n"
+        edit(kept / "de/home.md", "\ntitle: ", "\ntitle: Die ")
+        assert server.line().startswith("rebuilt: 1 written, 0 removed in ")
+        assert "<title>Die " in fetch(base + "de/")
+        edit(kept / "prices" / SNAPSHOT, PRICE, CHEAPER)
+        assert server.line().startswith("rebuilt: 155 written, 0 removed in ")
+        assert "$2.05" in fetch(base + "en/prices/")
+    finally:
+        server.stop()
