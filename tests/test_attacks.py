@@ -3,13 +3,14 @@ with exit code 1, no traceback and nothing written (issue 9's list, one test eac
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from gpumem.commands.build import build, gather
+from gpumem.commands.build import build, check, gather
 from gpumem.errors import BuildError
 from gpumem.options import project_options
 
@@ -205,6 +206,75 @@ def test_a_model_page_that_would_land_on_a_guide(root):
         f"content/site.yaml:{line_of(root / SITE, '  model: {')}: site: routes.model.en: "
         "model gpu-memory (en) would be written to en/guides/gpu-memory/index.html, as guide-memory (en)"
     ]
+
+
+def refused_by_check_and_build(root: Path) -> list[str]:
+    """The problems `gpumem check` reports, asserted to be those `gpumem build` reports."""
+    with pytest.raises(BuildError) as raised:
+        check(options_for(root), now=NOW)
+    assert problems(root) == raised.value.lines
+    return raised.value.lines
+
+
+def test_a_route_named_like_the_site_s_own_404_page(root):
+    edit(root / SITE, "en: guides/gpu-memory,", "en: 404.html,")
+    assert refused_by_check_and_build(root) == [
+        f"content/site.yaml:{line_of(root / SITE, '  guide-memory: {')}: site: routes.guide-memory.en: guide-memory (en) "
+        "would be written to en/404.html/index.html, inside en/404.html, one of the site's own files"
+    ]
+
+
+def test_a_model_id_named_like_the_index_page_of_the_models(root):
+    edit(root / MODELS, "  - id: llama-2-7b\n", "  - id: index.html\n")
+    folders = {"es": "modelos", "en": "models", "pt": "modelos", "fr": "modeles", "de": "modelle"}
+    assert refused_by_check_and_build(root) == [
+        f"catalogs/models.yaml: model index.html ({lang}) would be written to {lang}/{folder}/index.html/index.html, "
+        f"inside {lang}/{folder}/index.html, the page of models ({lang}); give it another id"
+        for lang, folder in folders.items()
+    ]
+
+
+@pytest.mark.parametrize(
+    "address, message",
+    [
+        ("http://gpumem.example.org/", "expected a URL starting with https://, got 'http://gpumem.example.org/'"),
+        (
+            '"https://gpumem.example.org/\\"a/"',
+            "'\"' is not a character a URL holds, in 'https://gpumem.example.org/\"a/'; write it percent-encoded (%22)",
+        ),
+        (
+            "https://gpumem.example.org/<b>/",
+            "'<' is not a character a URL holds, in 'https://gpumem.example.org/<b>/'; write it percent-encoded (%3C)",
+        ),
+        (
+            "https://gpumem.example.org/guides/../",
+            "the path segment '..' of 'https://gpumem.example.org/guides/../' is no folder: hosts resolve it away, "
+            "and the _headers rules would match nothing; write the path it stands for",
+        ),
+        (
+            "https://deploy:hunter2@gpumem.example.org/",
+            "holds a user name or password (before '@'), which every page's canonical link would publish; remove it",
+        ),
+        (
+            "https://gpumem.example.org/?lang=en",
+            "expected no query (?) or fragment (#) in the site's address, got 'https://gpumem.example.org/?lang=en'",
+        ),
+    ],
+)
+def test_a_base_url_that_no_link_should_carry(root, address, message):
+    edit(root / SITE, "base_url: https://gpumem.example.org/", f"base_url: {address}")
+    assert problems(root) == [f"content/site.yaml:{line_of(root / SITE, 'base_url:')}: site: base_url: {message}"]
+
+
+@pytest.mark.parametrize("inside", ["templates/static/out", "content/site", "host/public", "catalogs"])
+def test_an_output_inside_a_folder_the_build_reads_is_refused_and_named(project, inside):
+    """templates/static/out published the lock file as an asset, and no build ever found nothing changed."""
+    out = project / inside
+    with pytest.raises(BuildError) as raised:
+        build(project_options(project, out=out), now=NOW)
+    where = "a folder a build reads" if inside == "catalogs" else f"inside {inside.split('/')[0]}, which a build reads"
+    assert raised.value.lines == [f"{inside}: {where}; put the output outside every input folder"]
+    assert not os.path.lexists(out.parent / f".{out.name}.gpumem")
 
 
 def test_a_language_listed_twice(root):

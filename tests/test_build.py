@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gc
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from datetime import UTC
@@ -62,6 +64,22 @@ def test_two_builds_are_byte_identical(inputs, tmp_path):
     other = options_for(inputs, out=tmp_path / "other")
     build(other, now=NOW)
     assert tree(inputs / "site") == tree(tmp_path / "other")
+
+
+def test_a_build_under_umask_077_publishes_files_0644_and_folders_0755_down_from_the_folders_it_made(inputs):
+    out = inputs / "made/by/the/build/site"
+    previous = os.umask(0o077)
+    try:
+        build(options_for(inputs, out=out), now=NOW)
+    finally:
+        os.umask(previous)
+    version = Path(os.path.realpath(out))
+    above = [inputs / "made", inputs / "made/by", inputs / "made/by/the", out.parent, version.parent]
+    below = [version, *version.rglob("*")]
+    assert all(not path.is_symlink() for path in below)
+    modes = {str(path): oct(stat.S_IMODE(path.stat().st_mode)) for path in [*above, *below]}
+    assert modes == {str(path): "0o755" if path.is_dir() else "0o644" for path in [*above, *below]}
+    assert (sum(path.is_file() for path in below), sum(path.is_dir() for path in below)) == (348, 337)  # the version's own folder too
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -36,6 +36,13 @@ def test_the_host_s_files_join_the_build_s_and_its_headers_follow_the_generated_
     assert with_host_files(SITE, tmp_path / "none", "host") == SITE  # no folder: nothing to add
 
 
+def test_a_linked_folder_of_the_host_s_is_copied_as_the_no_change_check_lists_it(tmp_path):
+    kept = host_folder(tmp_path / "kept", {"security.txt": b"Contact: x\n"})
+    host = host_folder(tmp_path / "host", {"CNAME": b"gpumem.example.org\n"})
+    (host / ".well-known").symlink_to(kept)
+    assert with_host_files(SITE, host, "host") == {**SITE, "CNAME": b"gpumem.example.org\n", ".well-known/security.txt": b"Contact: x\n"}
+
+
 def test_a_host_file_where_the_build_writes_is_an_error_naming_both(tmp_path):
     host = host_folder(tmp_path / "host", {"index.html": b"mine", "en": b"a file where a folder goes", "CNAME/x": b"a folder"})
     with pytest.raises(BuildError) as raised:

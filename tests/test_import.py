@@ -91,6 +91,13 @@ def test_a_json_export_with_a_byte_order_mark_imports(root):
     assert import_export(Path("export.json"), CATALOGS, None, None, "USD", now=NOW) == WRITTEN
 
 
+def test_a_doubled_byte_order_mark_is_named_not_taken_for_a_missing_column(root):
+    data = b"\xef\xbb\xbf\xef\xbb\xbf" + (HEADER + ROW).encode()
+    assert refused("export.csv", data) == [
+        "export.csv: starts with two byte-order marks (EF BB BF twice), not one; save the export as UTF-8 once"
+    ]
+
+
 # Files that are not text, or not files
 
 
@@ -294,11 +301,11 @@ def test_a_read_only_prices_folder_is_a_clear_error_and_leaves_nothing(root, mon
     assert refused("export.csv", HEADER + ROW) == ["catalogs/prices/2026-11-07T09-00Z.yaml: cannot write: Permission denied"]
 
 
-def test_a_failed_rename_leaves_no_temporary_file(root, monkeypatch):
-    def no_rename(source, target):
+def test_a_failed_link_leaves_no_temporary_file(root, monkeypatch):
+    def no_link(source, target):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(prices_module.os, "replace", no_rename)
+    monkeypatch.setattr(prices_module.os, "link", no_link)
     assert refused("export.csv", HEADER + ROW) == ["catalogs/prices/2026-11-07T09-00Z.yaml: cannot write: No space left on device"]
 
 
@@ -313,13 +320,13 @@ def test_a_missing_prices_folder_is_created(root):
 
 def test_the_snapshot_is_written_through_a_unique_temporary_file(root, monkeypatch):
     renames = []
-    replace = os.replace
+    link = os.link
 
     def spy(source, target):
         renames.append((Path(source), Path(target), Path(source).read_bytes()))
-        replace(source, target)
+        link(source, target)
 
-    monkeypatch.setattr(prices_module.os, "replace", spy)
+    monkeypatch.setattr(prices_module.os, "link", spy)
     Path("export.csv").write_text(HEADER + ROW)
     import_export(Path("export.csv"), CATALOGS, None, TIME, "USD", now=NOW)
     Path("export2.csv").write_text(HEADER + ROW)
@@ -349,6 +356,37 @@ def test_importing_the_same_export_twice_changes_nothing(root):
     assert import_export(Path("export.csv"), CATALOGS, None, TIME, "USD", now=NOW) == WRITTEN
     assert listing() == before
     assert load_catalog(CATALOGS, now=NOW).snapshot.name == "2026-11-07T09-00Z"
+
+
+def test_of_two_imports_for_one_moment_the_second_to_write_is_refused_and_the_first_kept(root, monkeypatch):
+    """Each import checks that no snapshot holds its moment, then writes: another one landing in
+    between (3 of 30 rounds of two processes did, on main) is found, not overwritten."""
+    Path("first.csv").write_text(HEADER + ROW)
+    Path("second.csv").write_text(HEADER + ROW.replace("0.45", "0.55"))
+    checked, landed = prices_module._same_file, []
+
+    def the_other_import_lands_meanwhile(target: Path, content: str) -> bool:
+        found = checked(target, content)
+        if not landed:  # right after the first check, the other import writes
+            landed.append(target)
+            import_export(Path("second.csv"), CATALOGS, None, TIME, "USD", now=NOW)
+        return found
+
+    monkeypatch.setattr(prices_module, "_same_file", the_other_import_lands_meanwhile)
+    with pytest.raises(BuildError) as raised:
+        import_export(Path("first.csv"), CATALOGS, None, TIME, "USD", now=NOW)
+    assert raised.value.lines == [f"{WRITTEN}: a different snapshot for this time already exists; nothing was written"]
+    assert "price_per_gpu_hour: 0.55" in WRITTEN.read_text()
+    assert sorted(listing()) == ["2026-10-31T16-52Z.yaml", WRITTEN.name]  # no temporary file left
+
+
+def test_a_snapshot_larger_than_a_build_reads_is_refused_on_import(root):
+    """66,000 offers with long form factors: a 21 MB snapshot, which every build would refuse."""
+    pad = "x" * 100
+    rows = "".join(f"m{index:06d},RTX 4090,2,0.45,US,{pad},{pad}\n" for index in range(66_000))
+    assert refused("export.csv", HEADER + rows) == [
+        f"{WRITTEN}: the snapshot would be 21,450,203 bytes, larger than the 20,000,000 a build reads; nothing was written"
+    ]
 
 
 # The command line: exit code 1 and the messages, never a traceback

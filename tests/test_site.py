@@ -131,6 +131,14 @@ def test_robots_and_root_index(built_site):
     assert [link for link in root.links if not link.startswith("/assets/")] == ["/es/", "/en/", "/pt/", "/fr/", "/de/"]
 
 
+def test_robots_txt_is_plain_text_and_the_sitemap_xml(inputs):
+    """An '&' in the base URL is written as it is in robots.txt, and as &amp; in the sitemap's XML."""
+    edit(inputs / "content/site.yaml", "base_url: https://gpumem.example.org/", "base_url: https://example.org/r&d/")
+    build(options_for(inputs), now=NOW)
+    assert (inputs / "site/robots.txt").read_text() == "User-agent: *\nAllow: /\nSitemap: https://example.org/r&d/sitemap.xml\n"
+    assert "<loc>https://example.org/r&amp;d/es/</loc>" in (inputs / "site/sitemap.xml").read_text()
+
+
 def test_numbers_follow_a_catalog_and_price_change(inputs):
     """Change Llama 3.1 70B's parameters and the H100's lowest price: prose, tables and FAQ follow."""
     build(options_for(inputs), now=NOW)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gpumem.catalog.apis import read_apis
+from gpumem.catalog.files import label
 from gpumem.catalog.gpus import read_gpus
 from gpumem.catalog.load import (
     SNAPSHOT_NAME,
@@ -44,14 +45,6 @@ class Inputs:
     warnings: tuple[str, ...]
 
 
-def label(path: Path) -> str:
-    """A path as errors show it: relative to the working folder when it is below it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
 @dataclass(frozen=True)
 class Stamp:
     """A snapshot file's taken_at and the line it stands on."""
@@ -70,6 +63,9 @@ def read_stamp(path: Path, problems: Problems) -> Stamp | None:
     such line); None, with the problem reported, when it has no valid one."""
     try:
         found = read_taken_at(path)
+    except IsADirectoryError:
+        problems.add_raw(f"{label(path)}: a folder named like a snapshot (a snapshot is a file); rename or remove it")
+        return None
     except OSError as error:
         problems.add_raw(f"{label(path)}: cannot read: {error.strerror or error}")
         return None

@@ -114,6 +114,12 @@ def _first_shared(data: Any) -> int | None:
     return None
 
 
+def readable_size(size: int) -> bool:
+    """Whether a build reads an input of this many bytes: the one rule, for every file a build reads
+    and for the snapshot `gpumem prices import` writes (which a build would refuse otherwise)."""
+    return size <= MAX_FILE_BYTES
+
+
 def read_text(path: Path, label: str, problems: Problems) -> str | None:
     """A regular file's UTF-8 text; anything else (missing, a device, too large, not UTF-8) is a problem."""
     try:
@@ -125,7 +131,7 @@ def read_text(path: Path, label: str, problems: Problems) -> str | None:
     except OSError as error:
         problems.add_raw(f"{label}: cannot read: {error.strerror or error}")
         return None
-    if len(data) > MAX_FILE_BYTES:
+    if not readable_size(len(data)):
         problems.add_raw(f"{label}: larger than {MAX_FILE_BYTES:,} bytes; not read")
         return None
     try:

@@ -4,6 +4,7 @@ front matter of every content page."""
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,6 +15,47 @@ from gpumem.records.catalog import Language, Marketplace, Site
 
 SITE_FIELDS = ("base_url", "languages", "stale_after_days", "routes", "marketplace")
 RENT_PLACEHOLDERS = ("{gpu}", "{count}")
+# What a URL's host and path may hold (RFC 3986: unreserved, sub-delims, ':', '@', '/' and '%'
+# escapes); a quote, '<', a space or a backslash would be written as is into every canonical link.
+URL_CHARACTER = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@/%-]")
+DOT_SEGMENTS = (".", "..")
+
+
+def base_url(value: Any) -> str:
+    """Where the site is published: https://, a host, a path of folders ending with '/'. Every page's
+    canonical link, the sitemap and the _headers rules start with it, as written."""
+    if not isinstance(value, str) or len(value) > 2_000 or not value.startswith("https://"):
+        raise Invalid(f"expected a URL starting with https://, got {describe(value)}")
+    if "?" in value or "#" in value:
+        raise Invalid(f"expected no query (?) or fragment (#) in the site's address, got {describe(value)}")
+    bad = next((c for c in value if not URL_CHARACTER.fullmatch(c)), None)
+    if bad is not None:
+        escaped = "".join(f"%{byte:02X}" for byte in bad.encode())
+        raise Invalid(f"{bad!r} is not a character a URL holds, in {describe(value)}; write it percent-encoded ({escaped})")
+    parts = urllib.parse.urlsplit(value)
+    if "@" in parts.netloc:
+        raise Invalid("holds a user name or password (before '@'), which every page's canonical link would publish; remove it")
+    if not parts.hostname or not _port_reads(parts) or re.search(r"%(?![0-9A-Fa-f]{2})", value):
+        raise Invalid(f"expected https://, a host and a path, got {describe(value)}")
+    segments = parts.path.split("/")[1:-1]
+    odd = next((segment for segment in segments if urllib.parse.unquote(segment) in (*DOT_SEGMENTS, "")), None)
+    if odd is not None:
+        raise Invalid(
+            f"the path segment {odd!r} of {describe(value)} is no folder: hosts resolve it away, and the _headers rules would "
+            "match nothing; write the path it stands for"
+        )
+    return value
+
+
+def _port_reads(parts: urllib.parse.SplitResult) -> bool:
+    try:
+        parts.port  # noqa: B018 - urllib checks the port as it reads it
+    except ValueError:
+        return False
+    return True
+
+
+base_url.expectation = " (expected a URL like https://example.org/guides/)"  # type: ignore[attr-defined]
 
 
 def rent_template(value: Any) -> str:
@@ -49,9 +91,9 @@ def read_site(data: Any, path: str, problems: Problems, page_keys: Iterable[str]
         return None
     top = Entry(problems, path, data, "site")
     top.check_keys(SITE_FIELDS)
-    base_url = top.get("base_url", url)
-    if base_url and not base_url.endswith("/"):
-        top.report(data.line_of("base_url"), "base_url", f"expected a URL ending with '/', got {describe(base_url)}")
+    address = top.get("base_url", base_url)
+    if address and not address.endswith("/"):
+        top.report(data.line_of("base_url"), "base_url", f"expected a URL ending with '/', got {describe(address)}")
     stale = top.get("stale_after_days", positive_number, required=False, default=7.0)
     marketplace = read_marketplace(top)
     languages: list[Language] = []
@@ -91,7 +133,7 @@ def read_site(data: Any, path: str, problems: Problems, page_keys: Iterable[str]
         top.failed = top.failed or routes_entry.failed
     if top.failed or marketplace is None:
         return None
-    return Site(base_url, tuple(languages), routes, stale, route_lines, marketplace)
+    return Site(address, tuple(languages), routes, stale, route_lines, marketplace)
 
 
 def locale_code(value: Any) -> str:

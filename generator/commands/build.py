@@ -24,7 +24,7 @@ from gpumem.figures.site import site_figures
 from gpumem.options import BuildResult, Options, WriteSummary, template_cache
 from gpumem.output.fingerprint import clock_facts, computed_key, fingerprint, page_keys, read_inputs, stale_warning, unchanged
 from gpumem.output.hosting import with_host_files
-from gpumem.output.tree import write_in_place
+from gpumem.output.tree import ancestors, checked_files, write_in_place
 from gpumem.output.versions import Output
 from gpumem.pages.compile_ahead import CompilingAhead
 from gpumem.pages.render import compile_translations
@@ -52,7 +52,8 @@ def gather(options: Options, now: datetime | None = None, known: Computed | None
         else:
             check_translations(catalog_file, label(catalog_file), language.code, problems)
     if catalog is not None and site is not None:
-        check_outputs(plan_pages(site, subjects(catalog)), site, label(site_path), problems)
+        catalogs = {"model": label(options.catalogs / "models.yaml"), "gpu": label(options.catalogs / "gpus.yaml")}
+        check_outputs(plan_pages(site, subjects(catalog)), site, label(site_path), problems, catalogs)
     problems.raise_if_any()
     assert catalog is not None and site is not None  # no problem means every part was read
     warnings = _warnings(catalog, site, now or datetime.now(UTC))
@@ -61,9 +62,13 @@ def gather(options: Options, now: datetime | None = None, known: Computed | None
     return Inputs(options, catalog, site, content, warnings)
 
 
-def check_outputs(pages: Iterable[Page], site: Site, path: str, problems: Problems) -> None:
-    """Every page has a file of its own: two routes (a guide's and a model's with some id) must never meet."""
-    taken: dict[str, str] = {}
+def check_outputs(pages: Iterable[Page], site: Site, path: str, problems: Problems, catalogs: dict[str, str]) -> None:
+    """Every page has a file of its own, below no file of the site's: two routes (a guide's and a
+    model's with some id) must never meet, nor a page's folder be a file written too (a route or a
+    model id `404.html` or `index.html`). `catalogs`: the file that names each kind of subject."""
+    taken = {name: "one of the site's own files" for name, _ in own_files(site)}
+    own = set(taken)
+    placed = []
     for page in pages:
         who = f"{page.key} {page.subject}".strip() + f" ({page.lang})"
         if page.output in taken:
@@ -73,6 +78,17 @@ def check_outputs(pages: Iterable[Page], site: Site, path: str, problems: Proble
             )
         else:
             taken[page.output] = who
+            placed.append((page, who))
+    for page, who in placed:
+        below = next((folder for folder in sorted(ancestors([page.output])) if folder in taken), None)
+        if below is None:
+            continue
+        where = f"{page.output}, inside {below}, " + (taken[below] if below in own else f"the page of {taken[below]}")
+        if page.subject:
+            problems.add_raw(f"{catalogs[page.key]}: {who} would be written to {where}; give it another id")
+        else:
+            line = site.route_lines.get((page.key, page.lang), 0)
+            problems.add(path, line, "site", f"routes.{page.key}.{page.lang}", f"{who} would be written to {where}")
 
 
 def _read_content(content_dir: Path, site: Site, problems: Problems) -> dict[tuple[str, str], ContentPage]:
@@ -185,7 +201,8 @@ def input_facts(inputs: Inputs) -> dict[str, object]:
 
 
 def check(options: Options, now: datetime | None = None) -> Inputs:
-    """Validate every input and render every page in memory, the host's files joined; write nothing."""
+    """Validate every input and render every page in memory, the host's files joined, and refuse
+    what the writer would refuse; write nothing."""
     inputs = gather(options, now)
-    with_host_files(render_site(inputs), options.host, label(options.host))
+    checked_files(with_host_files(render_site(inputs), options.host, label(options.host)))  # as the writer checks them
     return inputs

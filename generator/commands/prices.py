@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.catalog.inputs import read_catalog_files, read_stamp
-from gpumem.catalog.load import parse_json, parse_yaml, snapshot_files, snapshot_name
+from gpumem.catalog.load import parse_json, parse_yaml, readable_size, snapshot_files, snapshot_name
 from gpumem.catalog.snapshot import (
     MAX_TEXT,
     _currency,
@@ -33,6 +33,7 @@ from gpumem.catalog.snapshot import (
 )
 from gpumem.catalog.validate import Invalid
 from gpumem.errors import BuildError, Problems
+from gpumem.options import MAX_FILE_BYTES
 from gpumem.records.catalog import Gpu, Offer, Rules
 
 REQUIRED = ("machine_id", "gpu", "gpus", "price_per_gpu_hour", "country")
@@ -69,6 +70,8 @@ def read_text(path: Path) -> str:
     except OSError as error:
         raise BuildError([f"{path}: cannot read: {error.strerror or error}"]) from None
     skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    if skip and data.startswith(codecs.BOM_UTF8, skip):  # read as text, the second would start the first column's name
+        raise BuildError([f"{path}: starts with two byte-order marks (EF BB BF twice), not one; save the export as UTF-8 once"])
     try:
         return data[skip:].decode("utf-8")
     except UnicodeDecodeError as error:
@@ -307,6 +310,10 @@ def import_export(path: Path, catalogs: Path, kind: str | None, taken_at: str | 
     assert moment is not None  # a missing or bad time is a problem raised above
     target = catalogs / "prices" / snapshot_name(moment)
     content = snapshot_yaml(moment, currency, f"Imported from {path.name} by gpumem prices import", offers)
+    if not readable_size(size := len(content.encode())):
+        raise BuildError(
+            [f"{target}: the snapshot would be {size:,} bytes, larger than the {MAX_FILE_BYTES:,} a build reads; nothing was written"]
+        )
     check = Problems()
     read_snapshot(parse_yaml(content, str(target), check), str(target), target.stem, check, {g.id for g in gpus}, rules)
     check.raise_if_any()
@@ -338,7 +345,11 @@ def _same_file(target: Path, content: str) -> bool:
 
 
 def write_snapshot(target: Path, content: str) -> None:
-    """Write a snapshot whole or not at all: a temporary file of a unique name, then os.replace.
+    """Write a snapshot whole or not at all, and never over another: a temporary file of a unique
+    name, then a hard link to the snapshot's name, which fails if that name exists. Of two imports
+    for one moment, the one that links second finds the other's snapshot: the same bytes are the
+    same import, other bytes its error (os.replace would have put one export over the other, each
+    import saying it wrote its own).
 
     The temporary name starts with a dot and does not end in Z.yaml, so a build never reads it.
     """
@@ -352,8 +363,12 @@ def write_snapshot(target: Path, content: str) -> None:
             stream.write(content.encode())
             stream.flush()
             os.fsync(stream.fileno())
-        os.replace(temporary, target)
+        try:
+            os.link(temporary, target)
+        except FileExistsError:
+            _same_file(target, content)  # raises unless it is this very snapshot
     except OSError as error:
+        raise BuildError([f"{target}: cannot write: {error.strerror or error}"]) from None
+    finally:
         with contextlib.suppress(OSError):
             temporary.unlink(missing_ok=True)
-        raise BuildError([f"{target}: cannot write: {error.strerror or error}"]) from None

@@ -31,6 +31,8 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
+from gpumem.catalog.files import linked_folders
+
 QUIET = 0.03  # seconds without a new event before a burst of saves counts as one change
 POLL = 0.25  # seconds between scans where there are no notifications
 # A file or folder written, created, deleted or moved; not a file opened or read, as every build does.
@@ -45,6 +47,22 @@ CHANGES = [
     DirDeletedEvent,
     DirMovedEvent,
 ]
+
+
+def watched(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
+    """The folders whose trees are watched and the single files, for the paths a build reads (each a
+    folder, or a file): every path as given and resolved (an event names either), and every folder
+    below them reached through a symbolic link (catalog/files.py, as the build lists its inputs),
+    resolved, since notifications do not follow links (watchdog asks inotify not to)."""
+    folders: list[Path] = []
+    files: list[Path] = []
+    for path in paths:
+        resolved = Path(os.path.realpath(path))
+        if resolved.is_file():
+            files += [path, resolved]
+        else:
+            folders += [path, resolved, *linked_folders(path)]
+    return list(dict.fromkeys(folders)), list(dict.fromkeys(files))
 
 
 class _Noticed(FileSystemEventHandler):
@@ -63,14 +81,13 @@ class _Noticed(FileSystemEventHandler):
 
 
 class Sources:
-    """The folders (or single files) a build reads, watched for changes."""
+    """The folders (or single files) a build reads, watched for changes, through symbolic links."""
 
     def __init__(self, paths: Iterable[Path], notifications: bool = True) -> None:
         self.paths = [Path(p).absolute() for p in paths]
         self.changed = threading.Event()
         self.observer: BaseObserver = Observer() if notifications else PollingObserver(timeout=POLL)
-        folders = [str(path) for path in self.paths if not path.is_file()]
-        self.handler = _Noticed(folders, {str(path) for path in self.paths if path.is_file()}, self.changed)
+        self.handler = _Noticed([], set(), self.changed)
         self.scheduled: set[tuple[Path, bool]] = set()
         self._schedule()
         self.observer.start()
@@ -84,9 +101,14 @@ class Sources:
 
     def _schedule(self) -> None:
         """Watch every folder (its whole tree) and, for a single file, its folder; a path that does not
-        exist yet is watched once it does (after the next change)."""
-        for path in self.paths:
-            target, recursive = (path.parent, False) if path.is_file() else (path, True)
+        exist yet is watched once it does (after the next change), and so is a linked folder made since."""
+        folders, files = watched(self.paths)
+        self.handler.folders, self.handler.files = [str(folder) for folder in folders], {str(file) for file in files}
+        resolved = [
+            *((Path(os.path.realpath(folder)), True) for folder in folders),
+            *((Path(os.path.realpath(file)).parent, False) for file in files),
+        ]
+        for target, recursive in resolved:  # a watch on a link would watch the link
             if (target, recursive) in self.scheduled or not target.is_dir():
                 continue
             self.observer.schedule(self.handler, str(target), recursive=recursive, event_filter=CHANGES)

@@ -23,28 +23,33 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from gpumem.catalog.files import input_tree
+from gpumem.catalog.files import label as shown
+from gpumem.errors import BuildError
 from gpumem.options import MAX_FILE_BYTES, BuildResult, Options
 from gpumem.output.versions import Output
-
-if TYPE_CHECKING:
-    pass
 
 CODE = Path(__file__).resolve().parent.parent  # this package's own code (every stage), part of the fingerprint
 SKIPPED = ("__pycache__",)
 SKIPPED_SUFFIXES = (".pyc", ".mo")
+FOLDER = b"\0a folder"
 REQUIREMENT_NAME = re.compile(r"^[A-Za-z0-9._-]+")
 
 
-def input_files(options: Options) -> list[tuple[str, Path]]:
-    """Every file a build may read, labelled by its folder's role and its path below it."""
+def input_files(options: Options) -> list[tuple[str, Path | None]]:
+    """Every entry a build may read (catalog/files.py: through links, as the loaders read), labelled
+    by its folder's role and its path below it; a folder's label ends in '/' and has no path to
+    read, so that a folder where a file is expected (a snapshot's name, say) is an input too."""
     folders = {**options.sources, "code": CODE}
-    named = [("snapshot", options.prices)] if options.prices is not None else []
-    for label, folder in folders.items():
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and not any(part in SKIPPED for part in path.parts) and path.suffix not in SKIPPED_SUFFIXES:
-                named.append((f"{label}/{path.relative_to(folder).as_posix()}", path))
+    named: list[tuple[str, Path | None]] = [("snapshot", options.prices)] if options.prices is not None else []
+    for role, folder in folders.items():
+        for item in input_tree(folder, SKIPPED):
+            if item.kind != "file":
+                named.append((f"{role}/{item.relative}/", None))
+            elif item.path.suffix not in SKIPPED_SUFFIXES:
+                named.append((f"{role}/{item.relative}", item.path))
     return named
 
 
@@ -116,9 +121,23 @@ def _version(name: str) -> str:
         return "absent"
 
 
+def refuse_output_among_inputs(options: Options) -> None:
+    """A BuildError when the output path is a folder a build reads or lies in one: its versions, its
+    records and the lock beside it would be read as inputs (published as assets, below
+    templates/static/), and no build would ever find nothing changed."""
+    given = Path(options.out).absolute()
+    out = Path(os.path.realpath(given.parent)) / given.name
+    for folder in [*options.sources.values(), CODE]:
+        real = Path(os.path.realpath(folder))
+        if real == out or real in out.parents:
+            where = "a folder a build reads" if real == out else f"inside {shown(folder)}, which a build reads"
+            raise BuildError([f"{shown(options.out)}: {where}; put the output outside every input folder"])
+
+
 def read_inputs(options: Options) -> dict[str, bytes]:
-    """Every input file's bytes by its label (input_files)."""
-    return {label: _bounded_bytes(path) for label, path in input_files(options)}
+    """Every input file's bytes by its label (input_files), once the output is known to lie outside them."""
+    refuse_output_among_inputs(options)
+    return {label: _bounded_bytes(path) if path is not None else FOLDER for label, path in input_files(options)}
 
 
 def update_digest(digest: Any, label: str, content: bytes) -> None:

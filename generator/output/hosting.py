@@ -21,6 +21,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from gpumem.catalog.files import input_tree
 from gpumem.errors import BuildError
 from gpumem.output.tree import ancestors, plain
 
@@ -28,13 +29,9 @@ HEADERS = "_headers"
 
 
 def host_files(folder: Path) -> dict[str, bytes]:
-    """Every file below the pass-through folder by its path there; none when there is no such folder."""
-    found = {}
-    for path in sorted(folder.rglob("*")) if folder.is_dir() else ():
-        relative = path.relative_to(folder).as_posix()
-        if path.is_file() and plain(relative):
-            found[relative] = path.read_bytes()
-    return found
+    """Every file below the pass-through folder by its path there, through links as every input is
+    listed (catalog/files.py); none when there is no such folder."""
+    return {item.relative: item.path.read_bytes() for item in input_tree(folder) if item.path.is_file() and plain(item.relative)}
 
 
 def with_host_files(files: dict[str, bytes], folder: Path, label: str) -> dict[str, bytes]:

@@ -93,6 +93,15 @@ def write_file(path: Path, content: bytes) -> None:
     os.chmod(path, FILE_MODE)
 
 
+def make_folders(path: Path) -> None:
+    """A folder and any missing folder above it, each made 0755 whatever the umask, since others (the
+    web server) read the site through them; folders that exist keep their mode."""
+    missing = [folder for folder in (path, *path.parents) if not os.path.isdir(folder)]
+    path.mkdir(parents=True, exist_ok=True)
+    for folder in missing:
+        os.chmod(folder, FOLDER_MODE)
+
+
 def remove(path: Path) -> None:
     """A file, a link or a whole folder of gpumem's."""
     if os.path.isdir(path) and not os.path.islink(path):

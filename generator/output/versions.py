@@ -2,7 +2,8 @@
 the site behind one symbolic link.
 
 Say the output path is `P/site`. Everything gpumem keeps is in its hidden folder beside it,
-`P/.site.gpumem/`:
+`P/.site.gpumem/` (0755 whatever the umask, as are the folders above it that a build makes: the
+web server reads the site through them):
 
 - `lock`, locked (fcntl.flock; msvcrt on Windows) while a build runs: a second build into the same
   output stops at once, naming the first one's pid. The system drops the lock when its holder dies.
@@ -71,6 +72,7 @@ from gpumem.output.tree import (
     clear_earlier_writer,
     count_pages,
     foreign,
+    make_folders,
     marked,
     remove,
     same_bytes,
@@ -140,7 +142,9 @@ class Output:
 
     def __enter__(self) -> Output:
         try:
-            self.hidden.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+            make_folders(self.hidden)
+            if stat.S_IMODE(os.stat(self.hidden).st_mode) != FOLDER_MODE:  # made by an earlier build under a umask
+                os.chmod(self.hidden, FOLDER_MODE)
             fd = os.open(self.hidden / "lock", os.O_RDWR | os.O_CREAT | BINARY, FILE_MODE)
         except OSError as error:
             raise BuildError(

@@ -36,6 +36,7 @@ from markupsafe import Markup, escape
 from gpumem.catalog.load import ContentPage, parsed_messages
 from gpumem.errors import BuildError
 from gpumem.pages import charts
+from gpumem.pages.bytecode import SealedBytecodeCache
 from gpumem.pages.rows import table_rows
 
 
@@ -267,8 +268,8 @@ class Renderer:
         messages: dict[str, bytes] | None = None,
     ) -> None:
         """`messages`: the languages' .mo bytes when compiled already (compile_translations)."""
-        # Compiled templates (layouts and content) are kept between builds, keyed on their bytes.
-        self.compiled = jinja2.FileSystemBytecodeCache(str(cache)) if cache is not None else None
+        # Compiled templates (layouts and content) are kept between builds, keyed on their bytes, sealed.
+        self.compiled = SealedBytecodeCache(cache) if cache is not None else None
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(templates_dir),
             bytecode_cache=self.compiled,
