@@ -188,6 +188,10 @@ def filled(pattern: Markup, values: dict[str, Any]) -> Markup:
 
 BLANK_LINES = re.compile(r"\n\s*\n")
 SEPARATOR = "\x1e"  # ASCII record separator: splits one rendered content template into its pieces
+# A placeholder's output that is one or more whole HTML blocks (a table, a chart, a list): it is
+# held out of the Markdown conversion (Renderer._hold) and put back in its place afterwards.
+BLOCK = re.compile(r"<(?:table|figure|div|ul|ol|dl|section|details|pre|blockquote|h[1-6]|p)[\s>].*>", re.S)
+HELD = re.compile(r'<div data-gpumem-held="(\d+)"></div>')
 
 
 def _unescaped(value: Any) -> Any:
@@ -297,7 +301,9 @@ class Renderer:
             lstrip_blocks=True,
             undefined=FailingUndefined,
             keep_trailing_newline=True,
+            finalize=self._hold,
         )
+        self._held: list[str] | None = None  # the blocks held out of the content page being filled
         self.content_env.filters.update(self.env.filters)
         messages = messages or {}
         self.strings = {lang: gettext_functions(load_translations(translations_dir, lang, messages.get(lang))) for lang in languages}
@@ -342,31 +348,50 @@ class Renderer:
         pieces.append((page.body_line, page.body))
         names = {name: context[name] for name in CONTENT_NAMES if name in context}
         names["m"] = self.env.get_template("_macros.html").make_module(context)
-        filled = [text.strip("\n") for text in self._fill(page, pieces, names)]
+        held: list[str] = []
+        filled = [text.strip("\n") for text in self._fill(page, pieces, names, held)]
         title, description, *faq, body = filled
         return Content(
             title=title.strip(),
             description=description.strip(),
-            body=self._markdown(body),
-            faq=tuple((Markup(faq[i].strip()), self._markdown(faq[i + 1])) for i in range(0, len(faq), 2)),
+            body=self._markdown(body, held),
+            faq=tuple((Markup(faq[i].strip()), self._markdown(faq[i + 1], held)) for i in range(0, len(faq), 2)),
         )
+
+    def _hold(self, value: Any) -> Any:
+        """A content placeholder's output (the sandbox's finalize): HTML blocks that a macro wrote are
+        held out of the Markdown conversion, a one-element stand-in left in their place.
+
+        Python-Markdown keeps a raw HTML block as it is, but parses it tag by tag to find where it
+        ends: the tables and charts of the guides were a third of the conversions' time. The stand-in
+        is a block of the same kind to it (a <div> at the same place), so the text around it is
+        converted as it was around the block.
+        """
+        if self._held is None or not isinstance(value, Markup) or not BLOCK.fullmatch(value):
+            return value
+        self._held.append(str(value))
+        return Markup(f'<div data-gpumem-held="{len(self._held) - 1}"></div>')
 
     def _compiled_content(self, source: str, path: str) -> CodeType:
         """A content template compiled in the sandbox, from the cache when these bytes were compiled before."""
         env = self.content_env
         if self.compiled is None:
             return env.compile(source, name=path, filename=path)
-        bucket = self.compiled.get_bucket(env, f"content:{path}", path, source)  # not a layout's name
+        bucket = self.compiled.get_bucket(env, f"content-held:{path}", path, source)  # not a layout's name; compiled with _hold
         if bucket.code is None:
             bucket.code = env.compile(source, name=path, filename=path)
             self.compiled.set_bucket(bucket)
         return bucket.code
 
-    def _markdown(self, source: str) -> Markup:
+    def _markdown(self, source: str, held: list[str]) -> Markup:
+        """Markdown converted, with the blocks held out of it (_hold) back in their places."""
         self.markdown.reset()
-        return Markup(self.markdown.convert(source))
+        html = self.markdown.convert(source)
+        if not held:
+            return Markup(html)
+        return Markup(HELD.sub(lambda stand_in: held[int(stand_in[1])] if int(stand_in[1]) < len(held) else stand_in[0], html))
 
-    def _fill(self, page: ContentPage, pieces: list[tuple[int, str]], names: dict[str, Any]) -> list[str]:
+    def _fill(self, page: ContentPage, pieces: list[tuple[int, str]], names: dict[str, Any], held: list[str]) -> list[str]:
         """Render content pieces (line, text) as one sandboxed template; errors name the content file and line."""
         source, line = [], 1
         for start, text in pieces:
@@ -375,6 +400,7 @@ class Renderer:
         env = self.content_env
         try:
             code = self._compiled_content("".join(source), page.path)
+            self._held = held
             rendered = env.template_class.from_code(env, code, env.globals).render(names)
         except jinja2.TemplateSyntaxError as error:
             raise BuildError([f"{page.path}:{error.lineno}: template: {error.message}"]) from None
@@ -382,6 +408,8 @@ class Renderer:
             frames = [f.lineno for f in traceback.extract_tb(error.__traceback__) if f.filename == page.path]
             where = f"{page.path}:{frames[-1]}" if frames else page.path
             raise BuildError([f"{where}: template: {_explain(error)}"]) from None
+        finally:
+            self._held = None
         return rendered.split(SEPARATOR)[: len(pieces)]
 
 
