@@ -29,7 +29,7 @@ from babel import Locale
 from babel.dates import format_date, format_time
 from babel.lists import format_list
 from babel.messages.mofile import write_mo
-from babel.numbers import format_currency, format_percent, get_decimal_symbol, get_group_symbol
+from babel.numbers import format_currency, format_percent, get_currency_precision, get_decimal_symbol, get_group_symbol
 from markdown.extensions.toc import TocExtension
 from markupsafe import Markup, escape
 
@@ -75,6 +75,31 @@ def _remembered(function: Callable[..., str]) -> Callable[..., str]:
     return call
 
 
+@dataclass(frozen=True)
+class Money:
+    """How a language writes an amount of one currency: the text before and after the number, and
+    the number's decimals."""
+
+    prefix: str
+    suffix: str
+    places: int
+
+    PROBE = 1234567.25  # every digit group and the decimals apart
+
+    @classmethod
+    def probed(cls, formats: Formats, currency: str, digits: int | None) -> Money | None:
+        """The shape of Babel's output for the probe, or None when its number is not written the way
+        _money writes it (another grouping, another numbering system)."""
+        places = get_currency_precision(currency) if digits is None else digits
+        if places >= len(_STEPS):
+            return None
+        written = formats._babel_money(cls.PROBE, digits, currency)
+        rounded = Decimal(repr(cls.PROBE)).quantize(_STEPS[places], rounding=ROUND_HALF_EVEN)
+        number = f"{rounded:,f}".translate(formats._separators)
+        before, found, after = written.partition(number)
+        return cls(before, after, places) if found and number not in after else None
+
+
 class Formats:
     """Numbers, prices and dates written the way the page's language writes them."""
 
@@ -93,6 +118,7 @@ class Formats:
         self.money = _remembered(self._money)  # type: ignore[method-assign]
         self.percent = _remembered(self._percent)  # type: ignore[method-assign]
         self._lists: dict[tuple[tuple[str, ...], str], str] = {}  # (names, style) -> the list in words
+        self._shapes: dict[tuple[str, int | None], Money | None] = {}  # (currency, digits) -> its pattern
 
     def _number(self, value: float, digits: int = 0) -> str:
         """Grouped, with up to `digits` decimals, rounded half to even: what Babel's '#,##0.#' writes.
@@ -116,12 +142,29 @@ class Formats:
 
     def _money(self, value: float, digits: int | None = None, currency: str = "") -> str:
         """A price in the snapshot's currency (or the one named: a price check is in US dollars), with
-        the currency's decimals or `digits` of them, in the language's currency pattern."""
+        the currency's decimals or `digits` of them, in the language's currency pattern.
+
+        What Babel writes (_babel_money), in a tenth of the time: the number is grouped and rounded
+        as _number does, with a fixed count of decimals, and put between the prefix and suffix that
+        Babel's own output for a probe shows for this currency (Money). A negative amount, and a
+        currency or language whose pattern the probe does not show, go to Babel.
+        """
+        code = currency or self.currency
+        key = (code, digits)
+        if key not in self._shapes:
+            self._shapes[key] = Money.probed(self, code, digits)
+        shape, number = self._shapes[key], _checked(value)
+        if shape is None or math.copysign(1.0, number) < 0:
+            return self._babel_money(number, digits, code)
+        rounded = Decimal(repr(number)).quantize(_STEPS[shape.places], rounding=ROUND_HALF_EVEN)
+        return f"{shape.prefix}{f'{rounded:,f}'.translate(self._separators)}{shape.suffix}"
+
+    def _babel_money(self, value: float, digits: int | None, currency: str) -> str:
         if digits is None:
-            return format_currency(_checked(value), currency or self.currency, locale=self.locale)
+            return format_currency(value, currency, locale=self.locale)
         pattern = copy.copy(Locale.parse(self.locale).currency_formats["standard"])
         pattern.frac_prec = (digits, digits)
-        return pattern.apply(_checked(value), Locale.parse(self.locale), currency=currency or self.currency, currency_digits=False)
+        return pattern.apply(value, Locale.parse(self.locale), currency=currency, currency_digits=False)
 
     def _percent(self, value: float) -> str:
         return format_percent(_checked(value), locale=self.locale)
