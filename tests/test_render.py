@@ -192,7 +192,7 @@ def test_html_blocks_a_placeholder_writes_are_kept_as_written_around_the_markdow
 
     source = tmp_path / "x.md"
     source.write_text(
-        "---\ntitle: T\ndescription: D\nfaq:\n  - q: Q\n    a: \"A\\n\\n{{ guide.table }}\"\n---\n"
+        '---\ntitle: T\ndescription: D\nfaq:\n  - q: Q\n    a: "A\\n\\n{{ guide.table }}"\n---\n'
         "Some *text*.\n\n{{ guide.table }}\n{{ guide.table }}<p>x</p>\n\n"
         'After <div data-gpumem-held="9"></div> it {{ guide.table }}.\n'
     )
