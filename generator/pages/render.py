@@ -36,6 +36,7 @@ from markupsafe import Markup, escape
 from gpumem.catalog.load import ContentPage, parsed_messages
 from gpumem.errors import BuildError
 from gpumem.pages import charts
+from gpumem.pages.rows import escape as safe_text
 from gpumem.pages.rows import table_rows
 
 
@@ -224,7 +225,7 @@ def filled(pattern: Markup, values: dict[str, Any]) -> Markup:
     of the templates and translations is %(name)s, which takes a value escaped beforehand as it is;
     any other (%(name)d) is left to Markup."""
     try:
-        return Markup(str.__mod__(pattern, {name: escape(value) for name, value in values.items()}))
+        return Markup(str.__mod__(pattern, {name: safe_text(value) for name, value in values.items()}))
     except TypeError:
         return pattern % values
 

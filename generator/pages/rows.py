@@ -13,12 +13,14 @@ at every call, which cost four times as much).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from jinja2 import pass_context
 from jinja2.runtime import Context
-from markupsafe import Markup, escape
+from markupsafe import Markup
+from markupsafe import escape as markup_escape
 
 if TYPE_CHECKING:
     from gpumem.engines.sizing import Choice
@@ -28,6 +30,16 @@ if TYPE_CHECKING:
     from gpumem.figures.training import Held, ModelTuning, TuningRow
 
 Gettext = Callable[..., Markup]
+UNSAFE = re.compile(r"[&<>\"']")  # what MarkupSafe's escape replaces
+
+
+def escape(value: Any) -> str:
+    """A value as text safe in HTML, the text MarkupSafe's escape gives: Markup as it is, a string
+    with nothing to replace as it is, anything else through escape. Most values are numbers the
+    page's Formats wrote, and escape's two Python calls per value were a twentieth of the rendering."""
+    if isinstance(value, Markup) or (type(value) is str and UNSAFE.search(value) is None):
+        return value
+    return markup_escape(value)
 
 
 class Rows:
