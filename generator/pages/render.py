@@ -365,7 +365,7 @@ class Renderer:
         if key not in self._contexts:
             strings = self.strings[lang]
             unit = str(strings["_"]("%(value)s GB")).replace("%(value)s", "").strip()  # French writes Go
-            self._contexts[key] = {"lang": lang, "f": Formats(lang, currency, unit), "phrases": {}, **strings}
+            self._contexts[key] = {"lang": lang, "f": Formats(lang, currency, unit), "rows_words": {}, **strings}
         return self._contexts[key]
 
     def prepare(self, currency: str) -> None:

@@ -55,7 +55,7 @@ class Rows:
         self.catalog = names["catalog"]  # read as the template reads it (a build notes what a page reads)
         self._links: dict[tuple[str, int], str] = {}  # a page links the same few configurations again and again
         # words shared by the pages of one language within a build (Renderer.language_context)
-        self._phrases: dict[tuple[object, ...], str] = names["phrases"] if "phrases" in names else {}
+        self._phrases: dict[tuple[object, ...], str] = names["rows_words"] if "rows_words" in names else {}
 
     # ---- Cells, as the macros of _macros.html of the same names wrote them ----
 
