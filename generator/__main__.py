@@ -1,5 +1,5 @@
 """`python -m gpumem`: the `gpumem` command."""
 
-from gpumem.cli.main import main
+from gpumem.cli.main import run
 
-main()
+run()

@@ -110,7 +110,7 @@ def test_the_index_figures_are_the_model_pages_own():
     catalog = load_catalog(CATALOGS)
     shop = Shop(catalog)
     pages = {m.id: model_page(catalog, shop, m) for m in catalog.models}
-    index = models_index(catalog, pages)
+    index = models_index(catalog, shop)
     assert index.context == 8192
     for row in index.rows:
         release = pages[row.model.id].formats[0]

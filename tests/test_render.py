@@ -93,6 +93,38 @@ def test_fast_number_formatting_matches_babel(value, digits, lang):
     assert Formats(lang, "USD").number(value, digits) == format_decimal(value, format=pattern, locale=lang)
 
 
+@settings(max_examples=400)
+@given(
+    value=st.one_of(
+        st.floats(0, 1e12, allow_nan=False), st.integers(0, 10**12), st.sampled_from([0.0, -0.0, -3.5, 0.005, 0.015, 2.675, 1120.445])
+    ),
+    digits=st.one_of(st.none(), st.integers(0, 4)),
+    currency=st.sampled_from(["USD", "EUR", "JPY", "BHD"]),
+    lang=st.sampled_from(["es", "en", "pt-BR", "fr", "de"]),
+)
+def test_fast_money_formatting_matches_babel(value, digits, currency, lang):
+    import copy
+
+    from babel import Locale
+    from babel.numbers import format_currency
+
+    locale = lang.replace("-", "_")
+    if digits is None:
+        expected = format_currency(value, currency, locale=locale)
+    else:
+        pattern = copy.copy(Locale.parse(locale).currency_formats["standard"])  # Babel's own is shared
+        pattern.frac_prec = (digits, digits)
+        expected = pattern.apply(value, Locale.parse(locale), currency=currency, currency_digits=False)
+    assert Formats(lang, "USD").money(value, digits, currency) == expected
+
+
+def test_money_goes_to_babel_where_its_pattern_is_not_the_probes():
+    """Hindi groups lakhs and crores (12,34,567.25): the probe does not find the number as _money writes it."""
+    formats = Formats("hi", "INR")
+    assert formats.money(1234567.25) == "₹12,34,567.25"
+    assert formats._shapes == {("INR", None): None}
+
+
 def test_french_writes_go_and_a_narrow_space_before_colons():
     """French typography: «Go» for GB, and U+202F (not a normal or a wide no-break space) before : ; ! ?"""
     import re
@@ -147,3 +179,29 @@ def test_a_cache_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
     assert template_cache(REPO) is None
     monkeypatch.setenv("GPUMEM_CACHE", "/dev/null/cache")
     assert template_cache(REPO) is None
+
+
+def test_html_blocks_a_placeholder_writes_are_kept_as_written_around_the_markdown(tmp_path):
+    """Renderer._hold: a macro's table goes into the page as it was written (its cells are not read
+    as Markdown, even in the middle of a paragraph), the Markdown around it is converted, and a
+    stand-in typed into the content itself is left alone."""
+    from markupsafe import Markup
+
+    from gpumem.catalog.load import Problems, read_content
+    from gpumem.pages.render import Renderer
+
+    source = tmp_path / "x.md"
+    source.write_text(
+        '---\ntitle: T\ndescription: D\nfaq:\n  - q: Q\n    a: "A\\n\\n{{ guide.table }}"\n---\n'
+        "Some *text*.\n\n{{ guide.table }}\n{{ guide.table }}<p>x</p>\n\n"
+        'After <div data-gpumem-held="9"></div> it {{ guide.table }}.\n'
+    )
+    page = read_content(source, "content/en/x.md", Problems())
+    renderer = Renderer(REPO / "templates", REPO / "translations", ["en"])
+    table = Markup("<table><tr><td>*a*</td></tr></table>")
+    content = renderer.content(page, {**renderer.language_context("en", "USD"), "guide": {"table": table}})
+    assert content.body == (
+        "<p>Some <em>text</em>.</p>\n<table><tr><td>*a*</td></tr></table>\n<table><tr><td>*a*</td></tr></table>\n<p>x</p>\n\n"
+        '<p>After <div data-gpumem-held="9"></div> it <table><tr><td>*a*</td></tr></table>.</p>'
+    )
+    assert content.faq == ((Markup("Q"), Markup("<p>A</p>\n<table><tr><td>*a*</td></tr></table>")),)

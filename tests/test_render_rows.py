@@ -7,6 +7,10 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
+from hypothesis import given
+from hypothesis import strategies as st
+from markupsafe import Markup
+
 from gpumem.engines.sizing import Choice, Configuration
 from gpumem.figures.subjects import GpuFit, GpuModelRow, GpuPage
 from gpumem.pages.compile_ahead import CompilingAhead
@@ -81,3 +85,12 @@ def test_one_rendering_process_compiles_nothing_ahead(tmp_path: Path):
     ahead = CompilingAhead(tmp_path / "templates", tmp_path, tmp_path, jobs=1)
     ahead.wait()
     assert (ahead.pid, sorted(os.listdir(tmp_path))) == (0, ["templates"])
+
+
+@given(value=st.one_of(st.text(), st.integers(), st.floats(allow_nan=False), st.booleans(), st.none(), st.text().map(Markup)))
+def test_the_rows_escape_gives_markupsafe_s_text(value):
+    from markupsafe import escape as markup_escape
+
+    from gpumem.pages.rows import escape
+
+    assert str(escape(value)) == str(markup_escape(value))

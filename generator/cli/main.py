@@ -7,9 +7,11 @@ rebuild that finds nothing changed (fingerprint.unchanged) answers with only cli
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -103,6 +105,7 @@ def main(project: Path | None) -> None:
 @build_options
 def build_command(jobs: int | None, **options: Any) -> None:
     """Build the site as a new version and point the output path at it."""
+    gc.disable()  # for good: the process ends with the build (see run)
     built(options_from(**options, jobs=jobs or parallel_jobs()))
 
 
@@ -285,5 +288,32 @@ def serve_command(port: int, **options: Any) -> None:
     serve(options_from(**options), port)
 
 
+def run() -> NoReturn:
+    """The `gpumem` command: click's main, then out without Python's teardown.
+
+    A build leaves hundreds of thousands of objects (the catalog, every page's figures and bytes);
+    freeing them one by one, and the garbage collector's pass over them once it runs again, cost
+    a tenth of a full build (0.1 s of CPU). Nothing is left to do by then: the output is written and
+    closed, the lock released; what the command printed is flushed here. As mypy and Mercurial do,
+    the process ends with os._exit. (The collector stays off for the rest of `gpumem build`.)
+    """
+    try:
+        main()
+        code: object = 0
+    except SystemExit as leaving:  # click ends every command this way
+        code = leaving.code
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
+            code = code or 1
+    if code is None:
+        code = 0
+    if not isinstance(code, int):
+        print(code, file=sys.stderr, flush=True)
+        code = 1
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    main()
+    run()

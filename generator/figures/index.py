@@ -10,7 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gpumem.engines.sizing import Fit, Market
-from gpumem.figures.subjects import ModelPage
+from gpumem.figures.shared import Shop
+from gpumem.figures.subjects import format_fit, page_context
 from gpumem.records.catalog import Catalog, Gpu, Model
 from gpumem.records.engines import WeightFormat
 
@@ -53,14 +54,14 @@ class GpusIndex:
     rows: tuple[GpuRow, ...]
 
 
-def models_index(catalog: Catalog, pages: Mapping[str, ModelPage]) -> ModelsIndex:
-    """One row per catalog model from its page's release-format figure, by size, then name."""
+def models_index(catalog: Catalog, shop: Shop) -> ModelsIndex:
+    """One row per catalog model from its page's release-format figure (the first of its page's
+    formats, subjects.model_page), by size, then name."""
+    assert catalog.rules.deployment is not None
     rows = []
     for model in catalog.models:
-        page = pages[model.id]
-        release = page.formats[0]  # a model page lists its release format first
-        assert release.fmt.name == model.release
-        rows.append(ModelRow(model, release.fmt, page.context, release.need_gb, release.cheapest))
+        release = format_fit(catalog, shop, model, catalog.rules.deployment.weight_formats[model.release])
+        rows.append(ModelRow(model, release.fmt, page_context(catalog, model), release.need_gb, release.cheapest))
     return ModelsIndex(tuple(sorted(rows, key=lambda row: (row.model.params_b, row.model.name))), catalog.rules.fit_context)
 
 

@@ -1,9 +1,17 @@
-"""Every page's figures, computed once per build from the catalog and its snapshot."""
+"""Every page's figures, computed once per build from the catalog and its snapshot.
+
+The figures of one model's or one GPU's pages (its page, its speed table, its fine-tuning table)
+are computed the first time a page asks for them (Subjects): the pages are rendered by several
+processes (pages/parallel.py), which each compute only the subjects they render. They are most of
+the figures' time (0.13 of 0.18 s, 1.27 of 1.44 s with ten times the catalog).
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from gpumem.catalog.links import Citations, citations
 from gpumem.catalog.price_checks import Comparison, compare_prices
@@ -21,6 +29,31 @@ from gpumem.figures.subjects import GpuPage, ModelPage, PricesPage, gpu_page, mo
 from gpumem.figures.training import FinetuneGuide, ModelTuning, finetune_guide, model_tuning
 from gpumem.records.catalog import Catalog
 
+Figure = TypeVar("Figure")
+
+
+class Subjects(Mapping[str, Figure]):
+    """A figure per subject id, computed when first asked for and then kept (pure, so the same
+    whenever and in whichever process it is computed)."""
+
+    def __init__(self, ids: Iterable[str], compute: Callable[[str], Figure]) -> None:
+        self._ids = tuple(ids)
+        self._compute = compute
+        self._known: dict[str, Figure] = {}
+
+    def __getitem__(self, key: str) -> Figure:
+        if key not in self._known:
+            if key not in self._ids:
+                raise KeyError(key)
+            self._known[key] = self._compute(key)
+        return self._known[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
 
 @dataclass(frozen=True)
 class SiteFigures:
@@ -32,8 +65,8 @@ class SiteFigures:
     sizing: SizingGuide
     calculator: CalculatorPage
     prices: PricesPage
-    models: dict[str, ModelPage]
-    gpus: dict[str, GpuPage]
+    models: Mapping[str, ModelPage]
+    gpus: Mapping[str, GpuPage]
     calculator_json: str
     models_index: ModelsIndex  # the index pages: every model and every GPU in one table
     gpus_index: GpusIndex
@@ -42,11 +75,11 @@ class SiteFigures:
     method: MethodologyPage | None = None  # the methodology page: both layers' constants, sources, measured checks
     citations: Citations = field(default_factory=lambda: Citations({}))  # per rules.yaml block: what its "Source:" line links
     price_checks: tuple[Comparison, ...] = ()  # other providers' dated prices against the snapshot's lowest
-    tuning: dict[str, ModelTuning | None] = field(default_factory=dict)  # each model page's "Fine-tune it" table
+    tuning: Mapping[str, ModelTuning | None] = field(default_factory=dict)  # each model page's "Fine-tune it" table
     finetune: FinetuneGuide | None = None  # the guide "The best GPU to fine-tune" rules.yaml's training.run model
     api: ApiGuide | None = None  # the page "Self-hosting or an API?": API prices against the cheapest configuration per token
-    model_speed: dict[str, ModelSpeed | None] = field(default_factory=dict)  # each model page's speed and cost table
-    gpu_speed: dict[str, GpuSpeed | None] = field(default_factory=dict)  # each GPU page's speed table
+    model_speed: Mapping[str, ModelSpeed | None] = field(default_factory=dict)  # each model page's speed and cost table
+    gpu_speed: Mapping[str, GpuSpeed | None] = field(default_factory=dict)  # each GPU page's speed table
     infer: InferenceGuide | None = None  # the guide "The best GPU for LLM inference"
 
 
@@ -56,8 +89,10 @@ def site_figures(catalog: Catalog) -> SiteFigures:
     shop = Shop(catalog)
     deployment = catalog.rules.deployment
     checks = rows(list(catalog.measured_points), catalog.measured_configs, deployment) if deployment else ()
-    models = {m.id: model_page(catalog, shop, m) for m in catalog.models}
-    gpus = {g.id: gpu_page(catalog, shop, g) for g in catalog.gpus}
+    model_of = {m.id: m for m in catalog.models}
+    gpu_of = {g.id: g for g in catalog.gpus}
+    models = Subjects(list(model_of), lambda key: model_page(catalog, shop, model_of[key]))
+    gpus = Subjects(list(gpu_of), lambda key: gpu_page(catalog, shop, gpu_of[key]))
     return SiteFigures(
         shop=shop,
         main=main_guide(catalog, shop),
@@ -75,14 +110,14 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         price_checks=compare_prices(
             catalog.price_checks, catalog.gpus, catalog.snapshot, shop.markets, catalog.rules.price_check_max_age_days
         ),
-        models_index=models_index(catalog, models),
+        models_index=models_index(catalog, shop),
         gpus_index=gpus_index(catalog.gpus, shop.markets),
-        tuning={m.id: model_tuning(catalog, m, shop.configurations) for m in catalog.models},
+        tuning=Subjects(list(model_of), lambda key: model_tuning(catalog, model_of[key], shop.configurations)),
         api=api_guide(catalog, shop.configurations),
         finetune=finetune_guide(
             catalog, shop.configurations, {g.id: g.dense_tflops["bf16"] for g in catalog.gpus if "bf16" in g.dense_tflops}
         ),
-        model_speed={key: model_speed(catalog, page) for key, page in models.items()},
-        gpu_speed={key: gpu_speed(catalog, page) for key, page in gpus.items()},
+        model_speed=Subjects(list(model_of), lambda key: model_speed(catalog, models[key])),
+        gpu_speed=Subjects(list(gpu_of), lambda key: gpu_speed(catalog, gpus[key])),
         infer=inference_guide(catalog, shop.configurations),
     )

@@ -40,7 +40,13 @@ def checkpoint(step: str) -> None:
 
 def ancestors(paths: Iterable[str]) -> set[str]:
     """Every folder above the given relative paths: a/b/c -> a, a/b."""
-    return {path.rsplit("/", depth)[0] for path in paths for depth in range(1, path.count("/") + 1)}
+    found: set[str] = set()
+    for path in paths:
+        folder = path.rpartition("/")[0]
+        while folder and folder not in found:  # a folder already found has its own ancestors in too
+            found.add(folder)
+            folder = folder.rpartition("/")[0]
+    return found
 
 
 def count_pages(files: Iterable[str]) -> int:
@@ -51,10 +57,11 @@ def scan(tree: Path, descend: set[str] | None = None) -> Stats:
     """Every entry below tree, symbolic links not followed, looking into the sub-folders in
     `descend` only (None: into all)."""
     found: Stats = {}
+    root = os.fspath(tree)
     pending = [""]
     while pending:
         folder = pending.pop()
-        with os.scandir(tree / folder if folder else tree) as entries:
+        with os.scandir(os.path.join(root, folder) if folder else root) as entries:
             for item in entries:
                 relative = f"{folder}/{item.name}" if folder else item.name
                 found[relative] = info = item.stat(follow_symlinks=False)
@@ -67,10 +74,11 @@ def foreign(found: Stats, listed: Iterable[str]) -> list[str]:
     """The top-most entries that are neither a listed file nor a folder of listed files."""
     files = set(listed)
     folders = ancestors(files)
+    parents = folders | {""}
     return sorted(
         relative
         for relative, info in found.items()
-        if relative.rpartition("/")[0] in folders | {""}
+        if relative.rpartition("/")[0] in parents
         and not (relative in files and stat.S_ISREG(info.st_mode))
         and not (relative in folders and stat.S_ISDIR(info.st_mode))
     )

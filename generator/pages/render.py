@@ -29,7 +29,7 @@ from babel import Locale
 from babel.dates import format_date, format_time
 from babel.lists import format_list
 from babel.messages.mofile import write_mo
-from babel.numbers import format_currency, format_percent, get_decimal_symbol, get_group_symbol
+from babel.numbers import format_currency, format_percent, get_currency_precision, get_decimal_symbol, get_group_symbol
 from markdown.extensions.toc import TocExtension
 from markupsafe import Markup, escape
 
@@ -37,6 +37,7 @@ from gpumem.catalog.load import ContentPage, parsed_messages
 from gpumem.errors import BuildError
 from gpumem.pages import charts
 from gpumem.pages.bytecode import SealedBytecodeCache
+from gpumem.pages.rows import escape as safe_text
 from gpumem.pages.rows import table_rows
 
 
@@ -76,6 +77,31 @@ def _remembered(function: Callable[..., str]) -> Callable[..., str]:
     return call
 
 
+@dataclass(frozen=True)
+class Money:
+    """How a language writes an amount of one currency: the text before and after the number, and
+    the number's decimals."""
+
+    prefix: str
+    suffix: str
+    places: int
+
+    PROBE = 1234567.25  # every digit group and the decimals apart
+
+    @classmethod
+    def probed(cls, formats: Formats, currency: str, digits: int | None) -> Money | None:
+        """The shape of Babel's output for the probe, or None when its number is not written the way
+        _money writes it (another grouping, another numbering system)."""
+        places = get_currency_precision(currency) if digits is None else digits
+        if places >= len(_STEPS):
+            return None
+        written = formats._babel_money(cls.PROBE, digits, currency)
+        rounded = Decimal(repr(cls.PROBE)).quantize(_STEPS[places], rounding=ROUND_HALF_EVEN)
+        number = f"{rounded:,f}".translate(formats._separators)
+        before, found, after = written.partition(number)
+        return cls(before, after, places) if found and number not in after else None
+
+
 class Formats:
     """Numbers, prices and dates written the way the page's language writes them."""
 
@@ -94,6 +120,7 @@ class Formats:
         self.money = _remembered(self._money)  # type: ignore[method-assign]
         self.percent = _remembered(self._percent)  # type: ignore[method-assign]
         self._lists: dict[tuple[tuple[str, ...], str], str] = {}  # (names, style) -> the list in words
+        self._shapes: dict[tuple[str, int | None], Money | None] = {}  # (currency, digits) -> its pattern
 
     def _number(self, value: float, digits: int = 0) -> str:
         """Grouped, with up to `digits` decimals, rounded half to even: what Babel's '#,##0.#' writes.
@@ -117,12 +144,29 @@ class Formats:
 
     def _money(self, value: float, digits: int | None = None, currency: str = "") -> str:
         """A price in the snapshot's currency (or the one named: a price check is in US dollars), with
-        the currency's decimals or `digits` of them, in the language's currency pattern."""
+        the currency's decimals or `digits` of them, in the language's currency pattern.
+
+        What Babel writes (_babel_money), in a tenth of the time: the number is grouped and rounded
+        as _number does, with a fixed count of decimals, and put between the prefix and suffix that
+        Babel's own output for a probe shows for this currency (Money). A negative amount, and a
+        currency or language whose pattern the probe does not show, go to Babel.
+        """
+        code = currency or self.currency
+        key = (code, digits)
+        if key not in self._shapes:
+            self._shapes[key] = Money.probed(self, code, digits)
+        shape, number = self._shapes[key], _checked(value)
+        if shape is None or math.copysign(1.0, number) < 0:
+            return self._babel_money(number, digits, code)
+        rounded = Decimal(repr(number)).quantize(_STEPS[shape.places], rounding=ROUND_HALF_EVEN)
+        return f"{shape.prefix}{f'{rounded:,f}'.translate(self._separators)}{shape.suffix}"
+
+    def _babel_money(self, value: float, digits: int | None, currency: str) -> str:
         if digits is None:
-            return format_currency(_checked(value), currency or self.currency, locale=self.locale)
+            return format_currency(value, currency, locale=self.locale)
         pattern = copy.copy(Locale.parse(self.locale).currency_formats["standard"])
         pattern.frac_prec = (digits, digits)
-        return pattern.apply(_checked(value), Locale.parse(self.locale), currency=currency or self.currency, currency_digits=False)
+        return pattern.apply(value, Locale.parse(self.locale), currency=currency, currency_digits=False)
 
     def _percent(self, value: float) -> str:
         return format_percent(_checked(value), locale=self.locale)
@@ -182,13 +226,17 @@ def filled(pattern: Markup, values: dict[str, Any]) -> Markup:
     of the templates and translations is %(name)s, which takes a value escaped beforehand as it is;
     any other (%(name)d) is left to Markup."""
     try:
-        return Markup(str.__mod__(pattern, {name: escape(value) for name, value in values.items()}))
+        return Markup(str.__mod__(pattern, {name: safe_text(value) for name, value in values.items()}))
     except TypeError:
         return pattern % values
 
 
 BLANK_LINES = re.compile(r"\n\s*\n")
 SEPARATOR = "\x1e"  # ASCII record separator: splits one rendered content template into its pieces
+# A placeholder's output that is one or more whole HTML blocks (a table, a chart, a list): it is
+# held out of the Markdown conversion (Renderer._hold) and put back in its place afterwards.
+BLOCK = re.compile(r"<(?:table|figure|div|ul|ol|dl|section|details|pre|blockquote|h[1-6]|p)[\s>].*>", re.S)
+HELD = re.compile(r'<div data-gpumem-held="(\d+)"></div>')
 
 
 def _unescaped(value: Any) -> Any:
@@ -298,7 +346,9 @@ class Renderer:
             lstrip_blocks=True,
             undefined=FailingUndefined,
             keep_trailing_newline=True,
+            finalize=self._hold,
         )
+        self._held: list[str] | None = None  # the blocks held out of the content page being filled
         self.content_env.filters.update(self.env.filters)
         messages = messages or {}
         self.strings = {lang: gettext_functions(load_translations(translations_dir, lang, messages.get(lang))) for lang in languages}
@@ -316,7 +366,7 @@ class Renderer:
         if key not in self._contexts:
             strings = self.strings[lang]
             unit = str(strings["_"]("%(value)s GB")).replace("%(value)s", "").strip()  # French writes Go
-            self._contexts[key] = {"lang": lang, "f": Formats(lang, currency, unit), **strings}
+            self._contexts[key] = {"lang": lang, "f": Formats(lang, currency, unit), "rows_words": {}, **strings}
         return self._contexts[key]
 
     def prepare(self, currency: str) -> None:
@@ -343,31 +393,50 @@ class Renderer:
         pieces.append((page.body_line, page.body))
         names = {name: context[name] for name in CONTENT_NAMES if name in context}
         names["m"] = self.env.get_template("_macros.html").make_module(context)
-        filled = [text.strip("\n") for text in self._fill(page, pieces, names)]
+        held: list[str] = []
+        filled = [text.strip("\n") for text in self._fill(page, pieces, names, held)]
         title, description, *faq, body = filled
         return Content(
             title=title.strip(),
             description=description.strip(),
-            body=self._markdown(body),
-            faq=tuple((Markup(faq[i].strip()), self._markdown(faq[i + 1])) for i in range(0, len(faq), 2)),
+            body=self._markdown(body, held),
+            faq=tuple((Markup(faq[i].strip()), self._markdown(faq[i + 1], held)) for i in range(0, len(faq), 2)),
         )
+
+    def _hold(self, value: Any) -> Any:
+        """A content placeholder's output (the sandbox's finalize): HTML blocks that a macro wrote are
+        held out of the Markdown conversion, a one-element stand-in left in their place.
+
+        Python-Markdown keeps a raw HTML block as it is, but parses it tag by tag to find where it
+        ends: the tables and charts of the guides were a third of the conversions' time. The stand-in
+        is a block of the same kind to it (a <div> at the same place), so the text around it is
+        converted as it was around the block.
+        """
+        if self._held is None or not isinstance(value, Markup) or not BLOCK.fullmatch(value):
+            return value
+        self._held.append(str(value))
+        return Markup(f'<div data-gpumem-held="{len(self._held) - 1}"></div>')
 
     def _compiled_content(self, source: str, path: str) -> CodeType:
         """A content template compiled in the sandbox, from the cache when these bytes were compiled before."""
         env = self.content_env
         if self.compiled is None:
             return env.compile(source, name=path, filename=path)
-        bucket = self.compiled.get_bucket(env, f"content:{path}", path, source)  # not a layout's name
+        bucket = self.compiled.get_bucket(env, f"content-held:{path}", path, source)  # not a layout's name; compiled with _hold
         if bucket.code is None:
             bucket.code = env.compile(source, name=path, filename=path)
             self.compiled.set_bucket(bucket)
         return bucket.code
 
-    def _markdown(self, source: str) -> Markup:
+    def _markdown(self, source: str, held: list[str]) -> Markup:
+        """Markdown converted, with the blocks held out of it (_hold) back in their places."""
         self.markdown.reset()
-        return Markup(self.markdown.convert(source))
+        html = self.markdown.convert(source)
+        if not held:
+            return Markup(html)
+        return Markup(HELD.sub(lambda stand_in: held[int(stand_in[1])] if int(stand_in[1]) < len(held) else stand_in[0], html))
 
-    def _fill(self, page: ContentPage, pieces: list[tuple[int, str]], names: dict[str, Any]) -> list[str]:
+    def _fill(self, page: ContentPage, pieces: list[tuple[int, str]], names: dict[str, Any], held: list[str]) -> list[str]:
         """Render content pieces (line, text) as one sandboxed template; errors name the content file and line."""
         source, line = [], 1
         for start, text in pieces:
@@ -376,6 +445,7 @@ class Renderer:
         env = self.content_env
         try:
             code = self._compiled_content("".join(source), page.path)
+            self._held = held
             rendered = env.template_class.from_code(env, code, env.globals).render(names)
         except jinja2.TemplateSyntaxError as error:
             raise BuildError([f"{page.path}:{error.lineno}: template: {error.message}"]) from None
@@ -383,6 +453,8 @@ class Renderer:
             frames = [f.lineno for f in traceback.extract_tb(error.__traceback__) if f.filename == page.path]
             where = f"{page.path}:{frames[-1]}" if frames else page.path
             raise BuildError([f"{where}: template: {_explain(error)}"]) from None
+        finally:
+            self._held = None
         return rendered.split(SEPARATOR)[: len(pieces)]
 
 

@@ -13,12 +13,14 @@ at every call, which cost four times as much).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from jinja2 import pass_context
 from jinja2.runtime import Context
-from markupsafe import Markup, escape
+from markupsafe import Markup
+from markupsafe import escape as markup_escape
 
 if TYPE_CHECKING:
     from gpumem.engines.sizing import Choice
@@ -28,6 +30,16 @@ if TYPE_CHECKING:
     from gpumem.figures.training import Held, ModelTuning, TuningRow
 
 Gettext = Callable[..., Markup]
+UNSAFE = re.compile(r"[&<>\"']")  # what MarkupSafe's escape replaces
+
+
+def escape(value: Any) -> str:
+    """A value as text safe in HTML, the text MarkupSafe's escape gives: Markup as it is, a string
+    with nothing to replace as it is, anything else through escape. Most values are numbers the
+    page's Formats wrote, and escape's two Python calls per value were a twentieth of the rendering."""
+    if isinstance(value, Markup) or (type(value) is str and UNSAFE.search(value) is None):
+        return value
+    return markup_escape(value)
 
 
 class Rows:
@@ -42,6 +54,8 @@ class Rows:
         self.marketplace, self.lang = names["marketplace"].name, names["page"].lang
         self.catalog = names["catalog"]  # read as the template reads it (a build notes what a page reads)
         self._links: dict[tuple[str, int], str] = {}  # a page links the same few configurations again and again
+        # words shared by the pages of one language within a build (Renderer.language_context)
+        self._phrases: dict[tuple[object, ...], str] = names["rows_words"] if "rows_words" in names else {}
 
     # ---- Cells, as the macros of _macros.html of the same names wrote them ----
 
@@ -258,19 +272,22 @@ class Rows:
         if not fit:
             missing = _("does not fit")
             return f"<td>{missing}</td>"
-        requests = self.ngettext(
-            "%(num)s request of %(tokens)s tokens at once",
-            "%(num)s requests of %(tokens)s tokens at once",
-            fit.requests,
-            num=f.number(fit.requests),
-            tokens=f.number(fit.context),
-        )
-        kind, tag = ("comfortable", _("comfortable")) if fit.comfortable else ("tight", _("tight"))
-        longest = _("up to %(tokens)s tokens", tokens=f.number(fit.max_context))
-        need = escape(f.gb(fit.need_gb))
-        return (
-            f'<td><span class="need">{need}</span>\n<span>{longest}</span>\n<span>{requests}</span>\n<span class="{kind}">{tag}</span></td>'
-        )
+        # A GPU page has a cell per catalog model and format, and many cells of a language say the
+        # same words around a different need: those words are written once per build and language.
+        key = ("gpu_fit", fit.requests, fit.context, fit.max_context, fit.comfortable)
+        words = self._phrases.get(key)
+        if words is None:
+            requests = self.ngettext(
+                "%(num)s request of %(tokens)s tokens at once",
+                "%(num)s requests of %(tokens)s tokens at once",
+                fit.requests,
+                num=f.number(fit.requests),
+                tokens=f.number(fit.context),
+            )
+            kind, tag = ("comfortable", _("comfortable")) if fit.comfortable else ("tight", _("tight"))
+            longest = _("up to %(tokens)s tokens", tokens=f.number(fit.max_context))
+            words = self._phrases[key] = f'<span>{longest}</span>\n<span>{requests}</span>\n<span class="{kind}">{tag}</span>'
+        return f'<td><span class="need">{escape(f.gb(fit.need_gb))}</span>\n{words}</td>'
 
     def gpu_fit_rows(self, fig: GpuPage) -> Markup:
         lines = []

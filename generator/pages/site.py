@@ -6,14 +6,9 @@ writes: commands/build.py hands the files to the writer.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import pickle
 import re
-import traceback
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
@@ -24,6 +19,7 @@ from gpumem.figures.calculator import model_query
 from gpumem.figures.site import SiteFigures, site_figures
 from gpumem.options import template_cache
 from gpumem.pages.assets import headers, publish
+from gpumem.pages.parallel import in_parallel, render_pages
 from gpumem.pages.render import Renderer
 from gpumem.pages.routes import KINDS, Page, breadcrumbs, plan_pages
 from gpumem.records.catalog import Catalog, Site
@@ -31,7 +27,6 @@ from gpumem.records.catalog import Catalog, Site
 if TYPE_CHECKING:
     from gpumem.catalog.inputs import Inputs
 
-Out = TypeVar("Out")  # what rendering a page gives
 ROOT_PAGES = ("index.html", "404.html")
 STAMP_PIECE = re.compile(r"<(\w+)>(.*?)</\1>", re.S)  # a piece of templates/_stamp.html: <date>…</date>
 
@@ -175,67 +170,3 @@ def site_rendering(
 def stamp_words(rendered: str) -> dict[str, Markup]:
     """The pieces of templates/_stamp.html as rendered for one language, by name."""
     return {name: Markup(text.strip()) for name, text in STAMP_PIECE.findall(rendered)}
-
-
-def render_pages(pages: Iterable[Page], render: Callable[[Page], Out]) -> tuple[dict[str, Out], list[str]]:
-    """Render every page; a page that fails is reported, and the others are still rendered,
-    so one build lists every problem (a content file's error is reported once, not per page)."""
-    files: dict[str, Out] = {}
-    problems: list[str] = []
-    for page in pages:
-        try:
-            files[page.output] = render(page)
-        except BuildError as error:
-            problems += error.lines
-        except Exception as error:  # noqa: BLE001 - a template that fails on some catalog value
-            problems.append(f"templates/{page.template}: {page.output}: {type(error).__name__}: {error}")
-    return files, problems
-
-
-def in_parallel(pages: tuple[Page, ...], render: Callable[[Page], Out], jobs: int) -> tuple[dict[str, Out], list[str]]:
-    """Render pages in `jobs` processes: forked children take every jobs-th page, the parent the rest."""
-    children = []
-    for job in range(1, jobs):
-        reader, writer = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child renders its share, sends it back and always leaves here
-            try:
-                os.close(reader)
-                _render_share(pages[job::jobs], render, writer)
-            finally:
-                os._exit(0)
-        os.close(writer)
-        children.append((pid, reader))
-    try:
-        files, problems = render_pages(pages[0::jobs], render)
-    finally:
-        results = [_collect(pid, reader) for pid, reader in children]
-    for kind, value in results:
-        if kind != "ok":
-            problems.append(f"a rendering process failed: {value}")
-            continue
-        files.update(value[0])
-        problems += value[1]
-    return {p.output: files[p.output] for p in pages if p.output in files}, problems
-
-
-def _render_share(pages: tuple[Page, ...], render: Callable[[Page], Any], writer: int) -> None:
-    """In a child: render pages and pickle the outcome (files and problems, or a crash) into the pipe."""
-    payload: tuple[str, Any]
-    try:
-        payload = ("ok", render_pages(pages, render))
-    except BaseException:  # noqa: BLE001 - reported by the parent
-        payload = ("crash", traceback.format_exc(limit=-1).strip().splitlines()[-1])
-    with contextlib.suppress(OSError), os.fdopen(writer, "wb") as stream:
-        pickle.dump(payload, stream)
-
-
-def _collect(pid: int, reader: int) -> tuple[str, Any]:
-    """A child's outcome; a child that died without sending one is a crash, not a hang."""
-    try:
-        with os.fdopen(reader, "rb") as stream:
-            outcome = pickle.load(stream)
-    except (EOFError, pickle.UnpicklingError, OSError) as error:
-        outcome = ("crash", f"no result ({type(error).__name__})")
-    os.waitpid(pid, 0)
-    return outcome
