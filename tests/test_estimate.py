@@ -104,7 +104,7 @@ def test_a_config_of_another_architecture_names_its_field(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_size": 768}))
     done = estimate("--config", str(tmp_path / "config.json"))
     assert done.returncode == 1
-    assert done.stderr.splitlines()[0].startswith(f"{tmp_path / 'config.json'}: model_type: 'bert' is not an architecture gpumem counts")
+    assert done.stderr.splitlines()[0].startswith(f'{tmp_path / "config.json"}: model_type: "bert" is not an architecture gpumem counts')
 
 
 def filled(draft: str) -> str:
@@ -122,7 +122,8 @@ def filled(draft: str) -> str:
 def test_models_add_drafts_an_entry_the_catalog_accepts(tmp_path):
     import shutil
 
-    done = gpumem("models", "add", str(CONFIGS / "qwen3-30b-a3b.json"), "--id", "qwen3-30b-a3b-copy", "--name", "Qwen3 30B copy")
+    config = str(CONFIGS / "qwen3-30b-a3b.json")
+    done = gpumem("models", "add", config, "--catalogs", str(CATALOGS), "--id", "qwen3-30b-a3b-copy", "--name", "Qwen3 30B copy")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[:6] == [
         '  - id: "qwen3-30b-a3b-copy"',

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.catalog.hf_config import model_from_config
-from gpumem.catalog.inputs import load_catalog
-from gpumem.catalog.load import parse_json, read_text
+from gpumem.catalog.inputs import label, load_catalog
+from gpumem.catalog.load import parse_json, read_text, read_yaml
+from gpumem.catalog.rules import read_rules
 from gpumem.catalog.validate import Invalid
 from gpumem.engines import deployment
 from gpumem.engines.sizing import Fit, deployment_fits, offered_configurations
@@ -73,7 +74,9 @@ def model_of(catalog: Catalog, request: Request) -> Model:
     """The catalog model named by --model, or the one a --config describes."""
     if request.config is not None:
         try:
-            return model_from_config(read_config(request.config), request.config.stem, request.config.stem, "https://huggingface.co")
+            config = read_config(request.config)
+            limits = catalog.rules.calculator_limits
+            return model_from_config(config, limits, request.config.stem, request.config.stem, "https://huggingface.co")
         except Invalid as error:
             raise BuildError([f"{request.config}: {error}"]) from None
     known = {m.id: m for m in catalog.models}
@@ -188,12 +191,23 @@ def size_text(value: float) -> str:
     return f"{value / GB:,.1f} GB ({value / GIB:,.1f} GiB)"
 
 
-def draft_entry(config_path: Path, model_id: str | None, name: str | None, source: str | None) -> str:
+def config_limits(catalogs: Path) -> dict[str, float]:
+    """rules.yaml's calculator bounds, which a config.json's counts keep (read alone: a draft needs no snapshot)."""
+    problems = Problems()
+    path = catalogs / "rules.yaml"
+    data = read_yaml(path, label(path), problems)
+    rules = read_rules(data, label(path), problems, None) if data is not None else None
+    problems.raise_if_any()
+    assert rules is not None  # no problem means the rules were read
+    return rules.calculator_limits
+
+
+def draft_entry(config_path: Path, catalogs: Path, model_id: str | None, name: str | None, source: str | None) -> str:
     """A models.yaml entry drafted from a config.json: the numbers counted, the words left to fill."""
     config = read_config(config_path)
     ident = model_id or config_path.parent.name.lower() or config_path.stem
     try:
-        model = model_from_config(config, ident, name or ident, source or "https://huggingface.co")
+        model = model_from_config(config, config_limits(catalogs), ident, name or ident, source or "https://huggingface.co")
     except Invalid as error:
         raise BuildError([f"{config_path}: {error}"]) from None
     arch = model.arch

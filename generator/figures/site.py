@@ -55,7 +55,8 @@ def site_figures(catalog: Catalog) -> SiteFigures:
     engine.forget()  # remembered within this build only
     shop = Shop(catalog)
     deployment = catalog.rules.deployment
-    checks = rows(list(catalog.measured_points), catalog.measured_configs, deployment) if deployment else ()
+    limits = catalog.rules.calculator_limits
+    checks = rows(list(catalog.measured_points), catalog.measured_configs, deployment, limits) if deployment else ()
     models = {m.id: model_page(catalog, shop, m) for m in catalog.models}
     gpus = {g.id: gpu_page(catalog, shop, g) for g in catalog.gpus}
     return SiteFigures(
