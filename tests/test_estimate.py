@@ -139,3 +139,34 @@ def test_models_add_drafts_an_entry_the_catalog_accepts(tmp_path):
     models.write_text(models.read_text().rstrip("\n") + "\n" + filled(done.stdout))
     checked = gpumem("estimate", "--catalogs", str(tmp_path / "catalogs"), "--model", "qwen3-30b-a3b-copy", "--json")
     assert json.loads(checked.stdout)["weights_bytes"] == 61_064_245_248
+
+
+# Issue 21: requests no configuration can honour are refused, naming why.
+
+
+def test_a_speed_for_gpus_that_cannot_hold_the_workload_is_refused():
+    done = estimate("--model", "llama-3.1-405b", "--speed", "--gpu", "rtx-3090", "--gpus", "1")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        "--gpu: 1 x RTX 3090 cannot hold this workload: it needs 817.1 GB (760.9 GiB) per GPU, and each card gives it "
+        "22.8 GB (21.2 GiB) (90% of 25.3 GB (23.6 GiB))",
+        "1 problem found; nothing was written.",
+    ]
+
+
+@pytest.mark.parametrize("weights", ["bf16", "q4_k_m"])
+def test_more_gpus_than_a_machine_holds_are_refused(weights: str):
+    done = estimate("--model", "llama-3.1-8b", "--weights", weights, "--gpus", "1000")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == (
+        "--gpus: expected at most 16, the most GPUs one machine holds (rules.yaml's max_gpus_per_machine), got 1,000"
+    )
+
+
+def test_a_llamacpp_split_is_worded_as_llamacpp_splits():
+    lines = estimate("--model", "llama-3.1-8b", "--weights", "q4_k_m", "--gpus", "3").stdout.splitlines()
+    assert lines[3] == "  runtime      2.5 GB (2.3 GiB) per GPU (llama.cpp's context and compute buffer)"
+    assert (
+        lines[5] == "llama.cpp splits the model by layers (its default split mode): any count of GPUs; machines on offer hold 1, 2, 4 or 8"
+    )
+    assert "vLLM" not in "\n".join(lines)
