@@ -170,3 +170,11 @@ def test_a_llamacpp_split_is_worded_as_llamacpp_splits():
         lines[5] == "llama.cpp splits the model by layers (its default split mode): any count of GPUs; machines on offer hold 1, 2, 4 or 8"
     )
     assert "vLLM" not in "\n".join(lines)
+
+
+def test_llamacpp_splits_layers_not_kv_heads():
+    """LLAMA_SPLIT_MODE_LAYER: on 3 GPUs the busiest holds 11 of the 32 layers with all 8 KV heads, not 8/3 heads of each."""
+    data = json.loads(estimate("--model", "llama-3.1-8b", "--weights", "q4_k_m", "--gpus", "3", "--json").stdout)
+    assert data["kv_bytes_per_token_per_gpu"] == 11 * 2 * 8 * 128 * 2
+    assert data["kv_cache_bytes_per_gpu"] == 11 * 2 * 8 * 128 * 2 * 8192
+    assert data["valid_gpu_counts"] == [1, 2, 4, 8]

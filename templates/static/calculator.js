@@ -60,19 +60,26 @@
     return large ? dep.largeBatch : dep.smallBatch;
   }
 
+  // deployment.gpu_cache_share: vLLM splits the KV heads, llama.cpp whole layers (the busiest GPU's rounded-up share).
+  function cacheShare(data, arch, runtime, gpus) {
+    var slots = layerSlots(data, arch, runtime);
+    if (runtime !== "llama.cpp") return [kvElements(arch, gpus), slots];
+    return [kvElements(arch, 1), [Math.ceil(slots[0] / gpus), Math.ceil(slots[1] / gpus)]];
+  }
+
   // deployment.kv_cache_bytes_per_gpu: `sequences` requests of `tokens` tokens; sliding-window layers hold their window.
   function kvCache(data, arch, kv, tokens, sequences, gpus, runtime) {
-    var slots = layerSlots(data, arch, runtime);
+    var share = cacheShare(data, arch, runtime, gpus), slots = share[1];
     var layerTokens = slots[0] * tokens + slots[1] * Math.min(tokens, arch.attention.window);
-    return kvElements(arch, gpus) * kv.bytes * layerTokens * sequences;
+    return share[0] * kv.bytes * layerTokens * sequences;
   }
 
   // Mirrors deployment.deployment: bytes, the whole model's weights and every per-GPU part.
   function deploymentNeed(data, s, fmt, kv, gpus, tokens, sequences, batch) {
     var weights = weightsBytes(data, s, fmt), arch = s.arch;
-    var slots = layerSlots(data, arch, fmt.runtime);
+    var share = cacheShare(data, arch, fmt.runtime, gpus);
     var need = { gpus: gpus, weights: weights, weightsPerGpu: weights / gpus,
-      kvPerToken: kvElements(arch, gpus) * kv.bytes * (slots[0] + slots[1]),
+      kvPerToken: share[0] * kv.bytes * (share[1][0] + share[1][1]),
       kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime),
       runtime: runtimeBytes(data, arch, fmt, gpus, batch) };
     need.perGpu = need.weightsPerGpu + need.runtime + need.kv;
