@@ -5,6 +5,7 @@ measured configs and the calculator's script, which words each refusal the same 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -228,7 +229,7 @@ def link(attention: dict | None = None, vision: Any = 0, experts: Any = None) ->
         (link({**SLIDING, "latent": -1}), "attention.latent: expected a whole number of 0 or more, got -1."),
         (link({**SLIDING, "slidingLayers": 33}), "attention.slidingLayers: 33 is more than the 32 layers."),
         (link(experts={"shared": 1, "denseLayers": 40}), "experts.denseLayers: 40 leaves no MoE layer of the 32 layers."),
-        (link({**SLIDING, "kind": "linear"}), 'attention.kind: expected full, sliding or mla, got "linear".'),
+        (link({**SLIDING, "kind": "linear"}), 'attention.kind: expected one of "full", "sliding", "mla", got "linear".'),
         ("[1, 2]", "expected an object of attention, vision and experts, got a list of 2 items."),
         ('{"attention": ', "This is not valid JSON."),
     ],
@@ -238,3 +239,18 @@ def test_a_link_whose_extra_cannot_be_honoured_is_named_not_replaced(scripts: Sc
     raw = raw_state("custom", "serve", "bf16", "bf16", 1, 8192, custom=preset_numbers("llama-3.1-8b"))  # 32 layers
     got = scripts.evaluate(EXTRA, [[given], raw, ENGLISH_NUMBERS])[0]
     assert got == (expected if isinstance(expected, dict) else [PREFIX + expected])
+
+
+def test_the_page_names_a_link_value_it_cannot_honour(page, site_url: str):
+    """In Chromium: a crafted link's extra= is named next to the config box, and no figure is shown in its place."""
+    from urllib.parse import urlencode
+
+    from playwright.sync_api import expect
+
+    from .test_calculator import URLS
+
+    raw = raw_state("custom", "serve", "bf16", "bf16", 1, 8192, custom=preset_numbers("llama-3.1-8b"))
+    page.goto(site_url + URLS["en"] + "?" + urlencode({**raw, "extra": link(vision=1e308)}))
+    expect(page.locator("#calc-config-error")).to_have_text(PREFIX + "vision: expected at most 5,000, got a number of more than 15 digits.")
+    expect(page.locator('[data-result="total-gb"]')).not_to_have_attribute("data-value", re.compile(".+"))
+    assert "extra=" in page.url  # the link keeps the value it names

@@ -481,7 +481,8 @@
     var k = data.counting;
     if (!isDict(e) || !isDict(e.attention) || !(e.experts === null || isDict(e.experts))) throw ["extraShape", { value: shown(k, e) }];
     var a = e.attention, x = e.experts;
-    if (["full", "sliding", "mla"].indexOf(a.kind) < 0) throw ["extraKind", { value: shown(k, a.kind) }];
+    var kinds = ["full", "sliding", "mla"];
+    if (kinds.indexOf(a.kind) < 0) throw ["extraKind", { kinds: kinds.map(function (kind) { return JSON.stringify(kind); }), value: shown(k, a.kind) }];
     function count(block, prefix, name) {
       var value = get(block, name, null), field = prefix + name, limit = data.limits[EXTRA_LIMITS[name]];
       if (typeof value !== "number" || !(Number.isInteger(value) || value === Infinity) || value < 0) {
