@@ -29,6 +29,7 @@ from .project import CATALOGS, REPO, published
 CATALOG = load_catalog(CATALOGS)
 SHOP = shared.Shop(CATALOG)
 RULES = CATALOG.rules
+LIMITS = RULES.calculator_limits
 URLS = {"es": "/es/calculadora/", "en": "/en/calculator/", "pt": "/pt/calculadora/", "fr": "/fr/calculateur/", "de": "/de/rechner/"}
 PRESETS = ("llama-3.1-70b", "mixtral-8x22b", "gemma-2-9b", "gemma-3-27b", "gpt-oss-120b", "deepseek-v3", "qwen3-30b-a3b")
 
@@ -256,7 +257,7 @@ def test_pasted_configs_count_like_python(scripts: Scripts):
     )
     assert len(CONFIGS) >= 12
     for path, config, got in zip(CONFIGS, configs, results, strict=True):
-        counted = count(config)
+        counted = count(config, LIMITS)
         assert "error" not in got, (path.name, got)
         assert got["params"] == counted.params and got["vision"] == counted.vision, path.name
         assert got["active"] == counted.active, path.name
@@ -288,7 +289,7 @@ def test_pasting_a_config_fills_the_fields_and_gives_the_python_result(calculato
     path = REPO / "tests/fixtures/hf_configs/gemma-3-27b.json"
     calculator.locator('[name="config"]').fill(path.read_text())
     expect(calculator.locator('[name="model"]')).to_have_value("custom")
-    counted = count(json.loads(path.read_text()))
+    counted = count(json.loads(path.read_text()), LIMITS)
     expect(calculator.locator('[name="layers"]')).to_have_value(str(counted.arch.layers))
     expect(calculator.locator('[name="vocab"]')).to_have_value(str(counted.arch.vocab))
     model = compute_calculator.custom_model(counted.params / 1e9 + counted.vision / 1e9, counted.arch, counted.vision / 1e9)
@@ -310,7 +311,7 @@ def test_pasting_a_config_fills_the_fields_and_gives_the_python_result(calculato
 def test_a_pasted_moe_config_survives_its_link(calculator: Page):
     path = REPO / "tests/fixtures/hf_configs/deepseek-v3.json"
     calculator.locator('[name="config"]').fill(path.read_text())
-    counted = count(json.loads(path.read_text()))
+    counted = count(json.loads(path.read_text()), LIMITS)
     model = compute_calculator.custom_model(counted.params / 1e9, counted.arch)
     expected = compute_calculator.serving(CATALOG, SHOP, model, counted.release, "bf16", 1, 8192, 1)
     assert total(calculator) == pytest.approx(expected.total_bytes / 1e9, rel=1e-12)
@@ -321,7 +322,7 @@ def test_a_pasted_moe_config_survives_its_link(calculator: Page):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('{"model_type": "bert", "hidden_size": 768}', "model_type: 'bert' is not an architecture gpumem counts (expected one of llama,"),
+        ('{"model_type": "bert", "hidden_size": 768}', 'model_type: "bert" is not an architecture gpumem counts (expected one of llama,'),
         ('{"model_type": "llama", "hidden_size": 4096}', "num_hidden_layers: expected a positive integer, got nothing."),
         ('{"model_type": "llama", "hidden_size": 4096,', "This is not valid JSON."),
         ("[1, 2]", "Expected a JSON object (a config.json)."),

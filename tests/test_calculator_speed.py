@@ -260,7 +260,7 @@ def test_a_pasted_mla_config_shows_the_python_speed_and_keeps_it_in_its_link(cal
 
     text = (REPO / "tests/fixtures/hf_configs/deepseek-v3.json").read_text()
     calculator.locator('[name="config"]').fill(text)
-    counted = count(json.loads(text))
+    counted = count(json.loads(text), CATALOG.rules.calculator_limits)
     model = compute_calculator.custom_model(counted.params / 1e9, counted.arch)
     found = compute_calculator.serving(CATALOG, SHOP, model, counted.release, "bf16", 1, 8192, 1)
     fit, pace = found.rows[0]

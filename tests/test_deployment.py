@@ -19,6 +19,7 @@ from .project import CATALOGS
 
 CATALOG = load_catalog(CATALOGS)
 RULES = CATALOG.rules.deployment
+LIMITS = CATALOG.rules.calculator_limits
 assert RULES is not None
 FORMATS, KV = RULES.weight_formats, RULES.kv_formats
 GIB = 2**30
@@ -113,7 +114,7 @@ def test_a_deployment_fits_within_the_utilization_of_the_card():
 
 @pytest.mark.parametrize("model", CATALOG.models, ids=lambda m: m.id)
 def test_configs_count_the_catalog_parameters_exactly(model):
-    counted = count(json.loads((Path(__file__).parent / "fixtures/hf_configs" / f"{model.id}.json").read_text()))
+    counted = count(json.loads((Path(__file__).parent / "fixtures/hf_configs" / f"{model.id}.json").read_text()), LIMITS)
     if model.id == "gemma-3-27b":  # the catalog rounds the vision tower: 27.43 B
         assert (counted.params + counted.vision) / 1e9 == pytest.approx(27.43, abs=0.005)
     else:
@@ -127,7 +128,7 @@ def test_configs_count_the_catalog_parameters_exactly(model):
 @pytest.mark.parametrize(
     "config, message",
     [
-        ({"model_type": "bert"}, "model_type: 'bert' is not an architecture gpumem counts (expected one of llama, mistral, "),
+        ({"model_type": "bert"}, 'model_type: "bert" is not an architecture gpumem counts (expected one of llama, mistral, '),
         ({"model_type": "llama", "hidden_size": 4096}, "num_hidden_layers: expected a positive integer, got nothing"),
         (
             {"model_type": "qwen2", "hidden_size": 0, "num_hidden_layers": 2, "vocab_size": 5},
@@ -138,16 +139,16 @@ def test_configs_count_the_catalog_parameters_exactly(model):
 )
 def test_a_config_it_cannot_count_is_an_error_naming_the_field(config, message):
     with pytest.raises(Invalid) as raised:
-        count(config)
+        count(config, LIMITS)
     assert str(raised.value).startswith(message)
 
 
 def test_a_drafted_model_carries_release_format_and_vision():
     config = json.loads((Path(__file__).parent / "fixtures/hf_configs/gemma-3-27b.json").read_text())
-    model = model_from_config(config, "my-gemma", "My Gemma", "https://huggingface.co/google/gemma-3-27b-it")
+    model = model_from_config(config, LIMITS, "my-gemma", "My Gemma", "https://huggingface.co/google/gemma-3-27b-it")
     assert (model.size_label, model.release, round(model.vision_params_b, 3)) == ("27B", "bf16", 0.423)
     oss = json.loads((Path(__file__).parent / "fixtures/hf_configs/gpt-oss-20b.json").read_text())
-    assert model_from_config(oss, "oss", "oss", "https://huggingface.co/openai/gpt-oss-20b").release == "mxfp4"
+    assert model_from_config(oss, LIMITS, "oss", "oss", "https://huggingface.co/openai/gpt-oss-20b").release == "mxfp4"
 
 
 # Measured logs: issue 10's bounds on every point that is not set aside with a reason.

@@ -104,7 +104,7 @@ def test_a_config_of_another_architecture_names_its_field(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_size": 768}))
     done = estimate("--config", str(tmp_path / "config.json"))
     assert done.returncode == 1
-    assert done.stderr.splitlines()[0].startswith(f"{tmp_path / 'config.json'}: model_type: 'bert' is not an architecture gpumem counts")
+    assert done.stderr.splitlines()[0].startswith(f'{tmp_path / "config.json"}: model_type: "bert" is not an architecture gpumem counts')
 
 
 def filled(draft: str) -> str:
@@ -122,7 +122,8 @@ def filled(draft: str) -> str:
 def test_models_add_drafts_an_entry_the_catalog_accepts(tmp_path):
     import shutil
 
-    done = gpumem("models", "add", str(CONFIGS / "qwen3-30b-a3b.json"), "--id", "qwen3-30b-a3b-copy", "--name", "Qwen3 30B copy")
+    config = str(CONFIGS / "qwen3-30b-a3b.json")
+    done = gpumem("models", "add", config, "--catalogs", str(CATALOGS), "--id", "qwen3-30b-a3b-copy", "--name", "Qwen3 30B copy")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[:6] == [
         '  - id: "qwen3-30b-a3b-copy"',
@@ -138,3 +139,42 @@ def test_models_add_drafts_an_entry_the_catalog_accepts(tmp_path):
     models.write_text(models.read_text().rstrip("\n") + "\n" + filled(done.stdout))
     checked = gpumem("estimate", "--catalogs", str(tmp_path / "catalogs"), "--model", "qwen3-30b-a3b-copy", "--json")
     assert json.loads(checked.stdout)["weights_bytes"] == 61_064_245_248
+
+
+# Issue 21: requests no configuration can honour are refused, naming why.
+
+
+def test_a_speed_for_gpus_that_cannot_hold_the_workload_is_refused():
+    done = estimate("--model", "llama-3.1-405b", "--speed", "--gpu", "rtx-3090", "--gpus", "1")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        "--gpu: 1 x RTX 3090 cannot hold this workload: it needs 817.1 GB (760.9 GiB) per GPU, and each card gives it "
+        "22.8 GB (21.2 GiB) (90% of 25.3 GB (23.6 GiB))",
+        "1 problem found; nothing was written.",
+    ]
+
+
+@pytest.mark.parametrize("weights", ["bf16", "q4_k_m"])
+def test_more_gpus_than_a_machine_holds_are_refused(weights: str):
+    done = estimate("--model", "llama-3.1-8b", "--weights", weights, "--gpus", "1000")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == (
+        "--gpus: expected at most 16, the most GPUs one machine holds (rules.yaml's max_gpus_per_machine), got 1,000"
+    )
+
+
+def test_a_llamacpp_split_is_worded_as_llamacpp_splits():
+    lines = estimate("--model", "llama-3.1-8b", "--weights", "q4_k_m", "--gpus", "3").stdout.splitlines()
+    assert lines[3] == "  runtime      2.5 GB (2.3 GiB) per GPU (llama.cpp's context and compute buffer)"
+    assert (
+        lines[5] == "llama.cpp splits the model by layers (its default split mode): any count of GPUs; machines on offer hold 1, 2, 4 or 8"
+    )
+    assert "vLLM" not in "\n".join(lines)
+
+
+def test_llamacpp_splits_layers_not_kv_heads():
+    """LLAMA_SPLIT_MODE_LAYER: on 3 GPUs the busiest holds 11 of the 32 layers with all 8 KV heads, not 8/3 heads of each."""
+    data = json.loads(estimate("--model", "llama-3.1-8b", "--weights", "q4_k_m", "--gpus", "3", "--json").stdout)
+    assert data["kv_bytes_per_token_per_gpu"] == 11 * 2 * 8 * 128 * 2
+    assert data["kv_cache_bytes_per_gpu"] == 11 * 2 * 8 * 128 * 2 * 8192
+    assert data["valid_gpu_counts"] == [1, 2, 4, 8]

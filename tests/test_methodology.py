@@ -94,7 +94,7 @@ def test_every_kv_format_and_gpu_memory_as_the_runtime_sees_it(built_site):
 def test_the_error_summary_shows_the_counts_of_measured_summaries(built_site):
     found = catalog()
     assert found.rules.deployment is not None
-    expected = summaries(rows(list(found.measured_points), found.measured_configs, found.rules.deployment))
+    expected = summaries(rows(list(found.measured_points), found.measured_configs, found.rules.deployment, found.rules.calculator_limits))
     assert [item.count for item in expected] == [54, 44, 32]
     text = collapsed(page(built_site, "en"))
     english = Formats("en", "USD")
@@ -107,7 +107,7 @@ def test_the_error_summary_shows_the_counts_of_measured_summaries(built_site):
     total = sum(item.count for item in expected)
     assert f"{total} of them held to a bound by the tests" in text
     # Every check has its row, its point linked to the log it was read from.
-    checks = rows(list(found.measured_points), found.measured_configs, found.rules.deployment)
+    checks = rows(list(found.measured_points), found.measured_configs, found.rules.deployment, found.rules.calculator_limits)
     hrefs = set(links(text).hrefs)
     assert {check.url for check in checks} <= hrefs
     assert text.count("<td>weights + runtime</td>") == sum(check.check == "runtime" for check in checks)

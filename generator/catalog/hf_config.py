@@ -7,9 +7,11 @@ The count follows the tensors transformers creates for each architecture the cat
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpumem.catalog.config_fields import count_of, layer_types, optional_count, shown, switch
 from gpumem.catalog.validate import Invalid
 from gpumem.records.catalog import Architecture, Attention, Experts, Model
 
@@ -30,15 +32,6 @@ ARCHITECTURES = (
 QKV_BIAS = ("qwen2",)
 QK_NORM = ("qwen3", "qwen3_moe", "gemma3")
 FOUR_NORMS = ("gemma2", "gemma3")
-
-
-def _number(config: dict[str, Any], name: str, default: int | None = None) -> int:
-    """A positive whole number of the config; a missing or wrong one is an error naming the field."""
-    value = config.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        shown = "nothing" if value is None else repr(value)
-        raise Invalid(f"{name}: expected a positive integer, got {shown}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -62,25 +55,44 @@ def text_config(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def count(config: dict[str, Any]) -> Counted:
-    """Parameters and architecture of a config of one of ARCHITECTURES."""
+@dataclass(frozen=True)
+class Fields:
+    """One config's counts, each read and bounded by config_fields (prefix: where a nested block sits)."""
+
+    config: Mapping[str, Any]
+    limits: Mapping[str, float]
+    prefix: str = ""
+
+    def count(self, name: str, default: int | None = None) -> int:
+        return count_of(self.config, name, self.limits, default, prefix=self.prefix)
+
+    def optional(self, name: str) -> int:
+        return optional_count(self.config, name, self.limits)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.config.get(name, default)
+
+
+def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
+    """Parameters and architecture of a config of one of ARCHITECTURES, within rules.yaml's calculator `limits`."""
     if not isinstance(config, dict):
         raise Invalid("expected a JSON object (a config.json)")
     kind = config.get("model_type")
     if kind not in ARCHITECTURES:
         listed = ", ".join(ARCHITECTURES)
-        raise Invalid(f"model_type: {kind!r} is not an architecture gpumem counts (expected one of {listed})")
+        raise Invalid(f"model_type: {shown(kind)} is not an architecture gpumem counts (expected one of {listed})")
     config = text_config(config)
-    hidden, layers, vocab = _number(config, "hidden_size"), _number(config, "num_hidden_layers"), _number(config, "vocab_size")
-    heads = _number(config, "num_attention_heads")
-    kv_heads = _number(config, "num_key_value_heads", heads)
+    f = Fields(config, limits)
+    hidden, layers, vocab = f.count("hidden_size"), f.count("num_hidden_layers"), f.count("vocab_size")
+    heads = f.count("num_attention_heads")
+    kv_heads = f.count("num_key_value_heads", heads)
     if heads % kv_heads:
-        raise Invalid(f"num_key_value_heads: {kv_heads} does not divide num_attention_heads ({heads})")
-    tied = bool(config.get("tie_word_embeddings", kind in FOUR_NORMS))
+        raise Invalid(f"num_key_value_heads: {kv_heads:,} does not divide num_attention_heads ({heads:,})")
+    tied = switch(config, "tie_word_embeddings", kind in FOUR_NORMS)
     if kind.startswith("deepseek"):
-        attention_params, attention, head_dim = _mla(config, hidden, heads)
+        attention_params, attention, head_dim = _mla(f, hidden, heads)
     else:
-        head_dim = _number(config, "head_dim", hidden // heads)
+        head_dim = f.count("head_dim", hidden // heads)
         attention_params = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
         if kind in QKV_BIAS:
             attention_params += heads * head_dim + 2 * kv_heads * head_dim
@@ -88,81 +100,109 @@ def count(config: dict[str, Any]) -> Counted:
             attention_params += heads * head_dim + 2 * kv_heads * head_dim + hidden + heads  # biases and sinks
         if kind in QK_NORM:
             attention_params += 2 * head_dim
-        attention = _window(config, kind, layers)
+        attention = _window(f, kind, layers)
     norms = (4 if kind in FOUR_NORMS else 2) * hidden
-    mlp, active_mlp, experts, intermediate = _mlp(config, kind, hidden, layers)
+    mlp, active_mlp, experts, intermediate = _mlp(f, kind, hidden, layers)
     embeddings = vocab * hidden * (1 if tied else 2)
     params = embeddings + layers * (attention_params + norms) + mlp + hidden
     active = embeddings + layers * (attention_params + norms) + active_mlp + hidden if experts else None
     arch = Architecture(layers, heads, kv_heads, head_dim, attention, hidden, vocab, tied, intermediate, experts)
-    context = _number(config, "max_position_embeddings", 4096)
-    return Counted(params, active, arch, context, _release(config), _vision(config.get("vision_config"), hidden))
+    context = f.count("max_position_embeddings", 4096)
+    vision = _vision(config.get("vision_config"), hidden, limits)
+    _within_params(params + vision, limits)
+    return Counted(params, active, arch, context, _release(config), vision)
 
 
-def _vision(vision: Any, text_hidden: int) -> int:
+def _within_params(params: int, limits: Mapping[str, float]) -> None:
+    """The count itself within the calculator's largest model: each field may be in bounds and their product not."""
+    limit = int(limits["max_params_b"])
+    if params > limit * 1e9:
+        raise Invalid(f"parameters: {billions_text(params)} billion counted, expected at most {limit:,} billion")
+
+
+def billions_text(params: int) -> str:
+    """Billions of parameters with one decimal, no ".0" (as the calculator's number format writes them)."""
+    return f"{params / 1e9:,.1f}".removesuffix(".0")
+
+
+def _vision(vision: Any, text_hidden: int, limits: Mapping[str, float]) -> int:
     """Gemma 3's SigLIP vision tower and its projector into the text model's width (0 without one)."""
     if not isinstance(vision, dict):
         return 0
-    width, mlp, depth = _number(vision, "hidden_size"), _number(vision, "intermediate_size"), _number(vision, "num_hidden_layers")
-    patch, image = _number(vision, "patch_size"), _number(vision, "image_size")
+    f = Fields(vision, limits, "vision_config.")
+    width, mlp, depth = f.count("hidden_size"), f.count("intermediate_size"), f.count("num_hidden_layers")
+    patch, image = f.count("patch_size"), f.count("image_size")
+    if patch > image:
+        raise Invalid(f"vision_config.patch_size: {patch:,} is more than vision_config.image_size ({image:,})")
     patches = 3 * patch * patch * width + width + (image // patch) ** 2 * width
     layer = 4 * (width * width + width) + 2 * width * mlp + mlp + width + 4 * width  # attention, MLP, two layer norms
     projector = width * text_hidden + width
     return patches + depth * layer + 2 * width + projector
 
 
-def _mla(config: dict[str, Any], hidden: int, heads: int) -> tuple[int, Attention, int]:
+def _mla(f: Fields, hidden: int, heads: int) -> tuple[int, Attention, int]:
     """DeepSeek's multi-head latent attention: low-rank queries, a compressed key-value latent."""
-    kv_rank = _number(config, "kv_lora_rank")
-    rope, nope, value = _number(config, "qk_rope_head_dim"), _number(config, "qk_nope_head_dim"), _number(config, "v_head_dim")
-    if config.get("q_lora_rank") is None:  # DeepSeek-V2-Lite projects queries directly
+    kv_rank = f.count("kv_lora_rank")
+    rope, nope, value = f.count("qk_rope_head_dim"), f.count("qk_nope_head_dim"), f.count("v_head_dim")
+    if f.get("q_lora_rank") is None:  # DeepSeek-V2-Lite projects queries directly
         queries = hidden * heads * (nope + rope)
     else:
-        q_rank = _number(config, "q_lora_rank")
+        q_rank = f.count("q_lora_rank")
         queries = hidden * q_rank + q_rank + q_rank * heads * (nope + rope)
     params = queries + hidden * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + value) + heads * value * hidden
     return params, Attention("mla", kv_lora_rank=kv_rank, qk_rope_head_dim=rope), nope + rope
 
 
-def _window(config: dict[str, Any], kind: str, layers: int) -> Attention:
+def _window(f: Fields, kind: str, layers: int) -> Attention:
     """Sliding-window layers: Gemma 2 and gpt-oss alternate, Gemma 3 keeps one global layer in six."""
-    window = config.get("sliding_window")
-    types = config.get("layer_types")
-    if isinstance(types, list) and window:
+    window = f.get("sliding_window")
+    types = layer_types(f.config, layers)
+    if types is not None and window:
         sliding = sum(1 for item in types if item == "sliding_attention")
     elif kind in ("gemma2", "gpt_oss") and window:
         sliding = layers // 2 + (layers % 2 if kind == "gpt_oss" else 0)
     elif kind == "gemma3" and window:
-        pattern = _number(config, "sliding_window_pattern", 6)
+        pattern = f.count("sliding_window_pattern", 6)
         sliding = layers - layers // pattern
     else:
         return Attention()
-    return Attention("sliding", window=_number(config, "sliding_window"), sliding_layers=sliding) if sliding else Attention()
+    return Attention("sliding", window=f.count("sliding_window"), sliding_layers=sliding) if sliding else Attention()
 
 
-def _mlp(config: dict[str, Any], kind: str, hidden: int, layers: int) -> tuple[int, int, Experts | None, int]:
+def _mlp(f: Fields, kind: str, hidden: int, layers: int) -> tuple[int, int, Experts | None, int]:
     """All layers' MLP parameters, those one token uses, the experts block and the dense width."""
     if kind in ("mixtral", "qwen3_moe", "gpt_oss"):
-        count_ = _number(config, "num_local_experts" if kind in ("mixtral", "gpt_oss") else "num_experts")
-        active = _number(config, "num_experts_per_tok", 2 if kind == "mixtral" else None)
-        width = _number(config, "moe_intermediate_size" if kind == "qwen3_moe" else "intermediate_size")
+        count_ = f.count("num_local_experts" if kind in ("mixtral", "gpt_oss") else "num_experts")
+        active = _active(f, count_, 2 if kind == "mixtral" else None)
+        width = f.count("moe_intermediate_size" if kind == "qwen3_moe" else "intermediate_size")
         expert = 3 * hidden * width + (2 * width + hidden if kind == "gpt_oss" else 0)  # gpt-oss experts have biases
         router = hidden * count_ + (count_ if kind == "gpt_oss" else 0)
         experts = Experts(count_, active, width)
-        dense = _number(config, "intermediate_size", width)
+        dense = f.count("intermediate_size", width)
         return layers * (count_ * expert + router), layers * (active * expert + router), experts, dense
-    dense = _number(config, "intermediate_size")
+    dense = f.count("intermediate_size")
     if not kind.startswith("deepseek"):
         return layers * 3 * hidden * dense, layers * 3 * hidden * dense, None, dense
-    routed, active = _number(config, "n_routed_experts"), _number(config, "num_experts_per_tok")
-    width, shared = _number(config, "moe_intermediate_size"), config.get("n_shared_experts") or 0
-    first_dense = config.get("first_k_dense_replace") or 0
+    routed = f.count("n_routed_experts")
+    active = _active(f, routed, None)
+    width, shared = f.count("moe_intermediate_size"), f.optional("n_shared_experts")
+    first_dense = f.optional("first_k_dense_replace")
+    if first_dense >= layers:
+        raise Invalid(f"first_k_dense_replace: {first_dense:,} leaves no MoE layer of num_hidden_layers ({layers:,})")
     moe_layers = layers - first_dense
     expert = 3 * hidden * width
     router = hidden * routed + (routed if kind == "deepseek_v3" else 0)  # V3 adds a score-correction bias
     total = first_dense * 3 * hidden * dense + moe_layers * ((routed + shared) * expert + router)
     used = first_dense * 3 * hidden * dense + moe_layers * ((active + shared) * expert + router)
     return total, used, Experts(routed, active, width, shared, first_dense), dense
+
+
+def _active(f: Fields, experts: int, default: int | None) -> int:
+    """Experts each token uses: at most the experts there are."""
+    active = f.count("num_experts_per_tok", default)
+    if active > experts:
+        raise Invalid(f"num_experts_per_tok: {active:,} is more than the {experts:,} experts")
+    return active
 
 
 def _release(config: dict[str, Any]) -> str:
@@ -174,9 +214,9 @@ def _release(config: dict[str, Any]) -> str:
     return "fp16" if config.get("torch_dtype") == "float16" else "bf16"
 
 
-def model_from_config(config: dict[str, Any], model_id: str, name: str, source: str) -> Model:
+def model_from_config(config: dict[str, Any], limits: Mapping[str, float], model_id: str, name: str, source: str) -> Model:
     """A catalog Model drafted from a config.json (size label from the parameters, no licence: a config.json has none)."""
-    counted = count(config)
+    counted = count(config, limits)
     billions = counted.params / 1e9
     return Model(
         id=model_id,

@@ -13,6 +13,7 @@ from pathlib import Path
 from gpumem.catalog.apis import read_apis
 from gpumem.catalog.files import label
 from gpumem.catalog.gpus import read_gpus
+from gpumem.catalog.hf_config import count
 from gpumem.catalog.load import (
     SNAPSHOT_NAME,
     ContentPage,
@@ -199,6 +200,7 @@ def read_catalog(catalogs: Path, prices: Path | None, problems: Problems, now: d
         return None
     earlier = tuple(stamp.path.stem for stamp in others if stamp.moment != snapshot.taken_at)
     points, configs = read_measurements(catalogs / "measurements", problems)
+    check_configs(catalogs / "measurements/configs", configs, rules, problems)
     checks_path = catalogs / "price_checks.yaml"
     checks = read_price_checks(checks_path, label(checks_path), problems, gpu_ids, rules, (now or datetime.now(UTC)).date())
     apis_path = catalogs / "apis.yaml"
@@ -207,6 +209,15 @@ def read_catalog(catalogs: Path, prices: Path | None, problems: Problems, now: d
     if problems.found:
         return None
     return Catalog(models, gpus, rules, snapshot, earlier, points, configs, price_checks=checks, api_prices=apis)
+
+
+def check_configs(folder: Path, configs: dict[str, dict], rules: Rules, problems: Problems) -> None:
+    """The measured architectures' config.json files, counted as `gpumem estimate --config` counts one."""
+    for name, config in configs.items():
+        try:
+            count(config, rules.calculator_limits)
+        except Invalid as error:
+            problems.add_raw(f"{label(folder / f'{name}.json')}: {error}")
 
 
 def load_catalog(catalogs: Path, prices: Path | None = None, now: datetime | None = None) -> Catalog:

@@ -273,13 +273,23 @@ def read_content(path: Path, label: str, problems: Problems) -> ContentPage | No
     return ContentPage(label, meta, text[match.end() :], body_line)
 
 
+class NotJson(ValueError):
+    """NaN or Infinity, which Python's json module reads and JSON (and the browser's JSON.parse) does not."""
+
+
+def _not_json(name: str) -> Any:
+    raise NotJson(name)
+
+
 def parse_json(text: str, label: str, shape: str) -> Any:
     """JSON text, or one problem line naming the file: a syntax error with its line and column,
     nesting too deep to read, or a number too long to convert. `shape` says what was expected."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError as error:
         raise BuildError([f"{label}:{error.lineno}:{error.colno}: JSON syntax error: {error.msg}"]) from None
+    except NotJson as error:
+        raise BuildError([f"{label}: JSON syntax error: {error} is not a JSON number (JSON has no NaN or Infinity)"]) from None
     except RecursionError:
         raise BuildError([f"{label}: JSON nested too deeply to read ({shape})"]) from None
     except ValueError as error:  # a number of more than 4,300 digits

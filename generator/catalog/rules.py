@@ -75,7 +75,8 @@ RULE_FIELDS: tuple[tuple[str, str, str, Any], ...] = (
     ("max_clock_skew_minutes", "prices.clock", "max_skew_minutes", positive_number),
     ("price_check_max_age_days", "prices.checks", "max_age_days", positive_int),
 )
-LIMITS = ("max_params_b", "max_layers", "max_heads", "max_head_dim", "max_batch", "max_context")
+# The calculator's bounds, which a config.json's counts keep too (catalog/config_fields.py).
+LIMITS = ("max_params_b max_layers max_heads max_head_dim max_batch max_context max_hidden max_vocab max_intermediate max_experts").split()
 # Keys a block holds besides its RULE_FIELDS and its source.
 EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", *LIMITS)}
 RULE_SECTIONS = (

@@ -268,11 +268,13 @@ def models_group() -> None:
 @click.option("--id", "model_id", help="Catalog id (default: the config's folder name).")
 @click.option("--name", help="Display name (default: the id).")
 @click.option("--source", help="Where the config was read, e.g. its Hugging Face URL.")
-def models_add(config: Path, model_id: str | None, name: str | None, source: str | None) -> None:
+@click.option("--catalogs", type=PATH, help="Folder whose rules.yaml bounds the config's counts (default: the project's catalogs/).")
+def models_add(config: Path, model_id: str | None, name: str | None, source: str | None, catalogs: Path | None) -> None:
     """Print a models.yaml entry drafted from a config.json (append it, then fill the licence)."""
     from gpumem.commands.estimate import draft_entry
 
-    click.echo(draft_entry(config, model_id, name, source), nl=False)
+    folder = options_from(catalogs, None, None, False).catalogs
+    click.echo(draft_entry(config, folder, model_id, name, source), nl=False)
 
 
 @main.command("serve")

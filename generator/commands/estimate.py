@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.catalog.hf_config import model_from_config
-from gpumem.catalog.inputs import load_catalog
-from gpumem.catalog.load import parse_json, read_text
+from gpumem.catalog.inputs import label, load_catalog
+from gpumem.catalog.load import parse_json, read_text, read_yaml
+from gpumem.catalog.rules import read_rules
 from gpumem.catalog.validate import Invalid
 from gpumem.engines import deployment
 from gpumem.engines.sizing import Fit, deployment_fits, offered_configurations
@@ -21,6 +22,7 @@ from gpumem.records.engines import DeploymentRules
 
 GB = 1e9
 GIB = 2**30
+MOST_GPUS = "the most GPUs one machine holds (rules.yaml's max_gpus_per_machine)"
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,9 @@ def model_of(catalog: Catalog, request: Request) -> Model:
     """The catalog model named by --model, or the one a --config describes."""
     if request.config is not None:
         try:
-            return model_from_config(read_config(request.config), request.config.stem, request.config.stem, "https://huggingface.co")
+            config = read_config(request.config)
+            limits = catalog.rules.calculator_limits
+            return model_from_config(config, limits, request.config.stem, request.config.stem, "https://huggingface.co")
         except Invalid as error:
             raise BuildError([f"{request.config}: {error}"]) from None
     known = {m.id: m for m in catalog.models}
@@ -102,6 +106,8 @@ def estimate(catalogs: Path, request: Request) -> Estimate:
     for flag, value in (("--gpus", request.gpus), ("--requests", request.requests), ("--context", context)):
         if value <= 0:
             problems.append(f"{flag}: expected a positive whole number, got {value}")
+    if request.gpus > (most := catalog.rules.max_gpus_per_machine):  # either runtime serves from one machine here
+        problems.append(f"--gpus: expected at most {most:,}, {MOST_GPUS}, got {request.gpus:,}")
     if problems:
         raise BuildError(problems)
     fmt, kv = rules.weight_formats[weights], rules.kv_formats[request.kv]
@@ -110,8 +116,9 @@ def estimate(catalogs: Path, request: Request) -> Estimate:
         raise BuildError(
             [f"--kv: {request.kv} is {kv.runtime}'s cache format; {fmt.label} weights run on {fmt.runtime} (use {_listed(tuple(usable))})"]
         )
-    counts = deployment.valid_gpu_counts(model.arch, catalog.rules.gpu_counts)
-    if fmt.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, request.gpus):
+    vllm = fmt.runtime == "vllm"  # llama.cpp splits by layers and takes any count
+    counts = deployment.valid_gpu_counts(model.arch, catalog.rules.gpu_counts) if vllm else catalog.rules.gpu_counts
+    if vllm and not deployment.valid_tensor_parallel(model.arch, request.gpus):
         heads = f"{model.arch.heads} attention heads and {model.arch.kv_heads} KV heads"
         raise BuildError([f"--gpus: vLLM cannot split {model.name}'s {heads} over {request.gpus} GPUs; it accepts {_listed(counts)}"])
     if request.utilization is not None:
@@ -162,14 +169,15 @@ def as_json(result: Estimate) -> str:
 def as_text(result: Estimate, currency: str = "USD") -> str:
     """The breakdown and the configurations, for a terminal."""
     need, model = result.need, result.model
+    fmt = result.rules.weight_formats[result.weights]
     lines = [
-        f"{model.name}, {result.rules.weight_formats[result.weights].label} weights, {result.rules.kv_formats[result.kv].label} KV cache, "
+        f"{model.name}, {fmt.label} weights, {result.rules.kv_formats[result.kv].label} KV cache, "
         f"{result.requests} request(s) of {result.context:,} tokens on {need.gpus} GPU(s):",
         f"  weights      {size_text(need.weights_bytes)} in all, {size_text(need.weights_bytes_per_gpu)} per GPU",
         f"  KV cache     {size_text(need.kv_cache_bytes_per_gpu)} per GPU ({need.kv_bytes_per_token_per_gpu:,.0f} bytes per token)",
-        f"  runtime      {size_text(need.runtime_bytes_per_gpu)} per GPU (vLLM's defaults on cards of 70 GiB or more)",
+        f"  runtime      {size_text(need.runtime_bytes_per_gpu)} per GPU ({RUNTIME_PARTS[fmt.runtime]})",
         f"  total        {size_text(need.total_bytes_per_gpu)} per GPU",
-        f"Tensor-parallel sizes vLLM accepts: {_listed(result.valid_gpu_counts)}",
+        _split_line(fmt.runtime, result.valid_gpu_counts),
         f"Configurations on offer that hold it (per GPU: need / {result.rules.utilization:.0%} of the card), cheapest first:",
     ]
     for fit in result.fits:
@@ -184,16 +192,41 @@ def as_text(result: Estimate, currency: str = "USD") -> str:
     return "\n".join(lines)
 
 
+# What the runtime line counts for each runtime (engines/deployment.runtime_bytes_per_gpu).
+RUNTIME_PARTS = {
+    "vllm": "vLLM's defaults on cards of 70 GiB or more",
+    "llama.cpp": "llama.cpp's context and compute buffer",
+}
+
+
+def _split_line(runtime: str, counts: tuple[int, ...]) -> str:
+    """How the runtime splits the model over GPUs, and the counts it takes among those on offer."""
+    if runtime == "llama.cpp":
+        return f"llama.cpp splits the model by layers (its default split mode): any count of GPUs; machines on offer hold {_listed(counts)}"
+    return f"Tensor-parallel sizes vLLM accepts: {_listed(counts)}"
+
+
 def size_text(value: float) -> str:
     return f"{value / GB:,.1f} GB ({value / GIB:,.1f} GiB)"
 
 
-def draft_entry(config_path: Path, model_id: str | None, name: str | None, source: str | None) -> str:
+def config_limits(catalogs: Path) -> dict[str, float]:
+    """rules.yaml's calculator bounds, which a config.json's counts keep (read alone: a draft needs no snapshot)."""
+    problems = Problems()
+    path = catalogs / "rules.yaml"
+    data = read_yaml(path, label(path), problems)
+    rules = read_rules(data, label(path), problems, None) if data is not None else None
+    problems.raise_if_any()
+    assert rules is not None  # no problem means the rules were read
+    return rules.calculator_limits
+
+
+def draft_entry(config_path: Path, catalogs: Path, model_id: str | None, name: str | None, source: str | None) -> str:
     """A models.yaml entry drafted from a config.json: the numbers counted, the words left to fill."""
     config = read_config(config_path)
     ident = model_id or config_path.parent.name.lower() or config_path.stem
     try:
-        model = model_from_config(config, ident, name or ident, source or "https://huggingface.co")
+        model = model_from_config(config, config_limits(catalogs), ident, name or ident, source or "https://huggingface.co")
     except Invalid as error:
         raise BuildError([f"{config_path}: {error}"]) from None
     arch = model.arch

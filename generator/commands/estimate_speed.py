@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from gpumem.commands.estimate import Estimate
+from gpumem.commands.estimate import Estimate, size_text
+from gpumem.engines import deployment
 from gpumem.engines.sizing import offered_configurations
 from gpumem.engines.speed import Load, Speed, speed
 from gpumem.errors import BuildError
@@ -44,6 +45,7 @@ def speed_rows(result: Estimate, prompt: int, output: int, gpu_id: str | None = 
     if gpu_id is None:
         picked = [(fit.configuration.gpu, fit.configuration.count, fit.configuration.price_per_hour) for fit in result.fits]
     else:
+        holds(result, known[gpu_id])
         offered = offered_configurations(catalog.gpus, catalog.snapshot.offers, catalog.rules.gpu_counts)
         prices = [c.price_per_hour for c in offered if c.gpu.id == gpu_id and c.count == result.need.gpus]
         picked = [(known[gpu_id], result.need.gpus, prices[0] if prices else None)]
@@ -51,6 +53,24 @@ def speed_rows(result: Estimate, prompt: int, output: int, gpu_id: str | None = 
         SpeedRow(gpu.id, gpu.name, count, price, speed(rules, result.model, fmt, kv, gpu, count, load, price))
         for gpu, count, price in picked
     )
+
+
+def holds(result: Estimate, gpu: Gpu) -> None:
+    """Refuse a speed for --gpus x `gpu` when they cannot hold the workload, naming the memory against the memory there is:
+    the need with the card's own batch defaults, against the runtime's budget of it (as sizing.deployment_fits counts)."""
+    rules, count = result.rules, result.need.gpus
+    card = gpu.runtime_bytes
+    batch = deployment.batch_defaults(rules, card, gpu.id)
+    fmt, kv = rules.weight_formats[result.weights], rules.kv_formats[result.kv]
+    need = deployment.deployment(rules, result.model, fmt, kv, count, result.context, result.requests, batch).total_bytes_per_gpu
+    budget = deployment.budget_bytes(rules, card)
+    if need >= budget:
+        raise BuildError(
+            [
+                f"--gpu: {count} x {gpu.name} cannot hold this workload: it needs {size_text(need)} per GPU, and each card "
+                f"gives it {size_text(budget)} ({rules.utilization:.0%} of {size_text(card)})"
+            ]
+        )
 
 
 def speed_json(rows: tuple[SpeedRow, ...]) -> list[dict[str, object]]:

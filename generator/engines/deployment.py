@@ -106,17 +106,33 @@ def layer_slots(arch: Architecture, runtime: str) -> tuple[int, int]:
     return math.ceil(full / group) * group, math.ceil(sliding / group) * group
 
 
+def gpu_cache_share(arch: Architecture, runtime: str, gpus: int) -> tuple[float, tuple[int, int]]:
+    """What one GPU of `gpus` caches: the elements per token and layer, and the full and sliding layer slots.
+
+    vLLM's tensor parallelism splits the KV heads and keeps every layer on every GPU. llama.cpp's default
+    split mode, LLAMA_SPLIT_MODE_LAYER ("split layers and KV across GPUs", llama.h; common/common.h sets
+    `split_mode = LLAMA_SPLIT_MODE_LAYER`, https://github.com/ggml-org/llama.cpp/blob/
+    001d906a6d86e2490e394361e7cc6f478b100088/common/common.h), gives each GPU whole layers with all their
+    KV heads: on equal cards the busiest holds the rounded-up share of each kind of layer.
+    """
+    full, sliding = layer_slots(arch, runtime)
+    if runtime != "llama.cpp":
+        return kv_elements_per_token_layer(arch, gpus), (full, sliding)
+    return kv_elements_per_token_layer(arch, 1), (math.ceil(full / gpus), math.ceil(sliding / gpus))
+
+
 def kv_bytes_per_token_per_gpu(arch: Architecture, kv: KvFormat, gpus: int, runtime: str = "vllm") -> float:
     """Cache bytes per token on one GPU while every layer grows (how vLLM counts its cache in tokens)."""
-    return kv_elements_per_token_layer(arch, gpus) * kv.bytes * sum(layer_slots(arch, runtime))
+    elements, slots = gpu_cache_share(arch, runtime, gpus)
+    return elements * kv.bytes * sum(slots)
 
 
 @functools.cache
 def kv_cache_bytes_per_gpu(arch: Architecture, kv: KvFormat, tokens: int, sequences: int, gpus: int, runtime: str = "vllm") -> float:
     """Cache of `sequences` requests of `tokens` tokens on one GPU; sliding-window layers hold their window."""
-    full, sliding = layer_slots(arch, runtime)
+    elements, (full, sliding) = gpu_cache_share(arch, runtime, gpus)
     layer_tokens = full * tokens + sliding * min(tokens, arch.attention.window)
-    return kv_elements_per_token_layer(arch, gpus) * kv.bytes * layer_tokens * sequences
+    return elements * kv.bytes * layer_tokens * sequences
 
 
 @functools.cache

@@ -4,7 +4,7 @@ the scripts port."""
 
 from __future__ import annotations
 
-from gpumem.catalog import hf_config
+from gpumem.catalog import config_fields, hf_config
 from gpumem.engines import deployment
 from gpumem.engines.sizing import Configuration
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, SECONDS_PER_HOUR
@@ -14,9 +14,6 @@ from gpumem.figures.shared import Shop
 from gpumem.records.catalog import Catalog, Experts, Gpu, Model
 from gpumem.records.engines import SpeedRules
 
-# Limits of the serving fields rules.yaml's calculator block does not bound yet (plausible input:
-# the widest open models have hidden sizes near 16k, vocabularies near 260k, experts near 260).
-SERVING_LIMITS = {"max_hidden": 65536, "max_vocab": 1_000_000, "max_intermediate": 1_000_000, "max_experts": 4096}
 # The KV formats every runtime takes, whatever the weights (as gpumem estimate checks them).
 KV_ANY_RUNTIME = ("bf16", "fp32")
 # deployment.layer_slots: vLLM groups sliding and full layers by the larger count under 1.5 x the smaller.
@@ -54,7 +51,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "gpuCounts": list(rules.gpu_counts),
             "comfortableRequests": rules.comfortable_requests,
             "shownConfigurations": SHOWN_CONFIGURATIONS,
-            "limits": {**rules.calculator_limits, **SERVING_LIMITS, "max_gpus": rules.max_gpus_per_machine},
+            "limits": {**rules.calculator_limits, "max_gpus": rules.max_gpus_per_machine},
             "defaults": {
                 **rules.calculator_defaults,
                 "gpus": default_gpus(catalog),
@@ -108,6 +105,11 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
                 "qkNorm": list(hf_config.QK_NORM),
                 "fourNormKinds": list(hf_config.FOUR_NORMS),
                 "releaseMethods": RELEASE_METHODS,
+                "fieldLimits": config_fields.FIELD_LIMITS,
+                "layerTypes": list(config_fields.LAYER_TYPES),
+                "shownDigits": config_fields.SHOWN_DIGITS,
+                "shownBelow": 10**config_fields.SHOWN_DIGITS,
+                "shownCharacters": config_fields.SHOWN_CHARACTERS,
             },
         }
     )

@@ -54,9 +54,11 @@ class Summary:
     bound: float
 
 
-def rows(points: list[dict[str, Any]], configs: Mapping[str, dict[str, Any]], rules: DeploymentRules) -> tuple[Row, ...]:
-    """Every check every point allows, in the file's order."""
-    models = {name: model_from_config(config, name, name, "https://huggingface.co") for name, config in configs.items()}
+def rows(
+    points: list[dict[str, Any]], configs: Mapping[str, dict[str, Any]], rules: DeploymentRules, limits: Mapping[str, float]
+) -> tuple[Row, ...]:
+    """Every check every point allows, in the file's order (the configs counted within rules.yaml's calculator limits)."""
+    models = {name: model_from_config(config, limits, name, name, "https://huggingface.co") for name, config in configs.items()}
     return tuple(row for point in points for row in _rows_of(point, models, rules))
 
 

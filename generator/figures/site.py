@@ -88,7 +88,8 @@ def site_figures(catalog: Catalog) -> SiteFigures:
     engine.forget()  # remembered within this build only
     shop = Shop(catalog)
     deployment = catalog.rules.deployment
-    checks = rows(list(catalog.measured_points), catalog.measured_configs, deployment) if deployment else ()
+    limits = catalog.rules.calculator_limits
+    checks = rows(list(catalog.measured_points), catalog.measured_configs, deployment, limits) if deployment else ()
     model_of = {m.id: m for m in catalog.models}
     gpu_of = {g.id: g for g in catalog.gpus}
     models = Subjects(list(model_of), lambda key: model_page(catalog, shop, model_of[key]))

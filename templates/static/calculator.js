@@ -60,19 +60,26 @@
     return large ? dep.largeBatch : dep.smallBatch;
   }
 
+  // deployment.gpu_cache_share: vLLM splits the KV heads, llama.cpp whole layers (the busiest GPU's rounded-up share).
+  function cacheShare(data, arch, runtime, gpus) {
+    var slots = layerSlots(data, arch, runtime);
+    if (runtime !== "llama.cpp") return [kvElements(arch, gpus), slots];
+    return [kvElements(arch, 1), [Math.ceil(slots[0] / gpus), Math.ceil(slots[1] / gpus)]];
+  }
+
   // deployment.kv_cache_bytes_per_gpu: `sequences` requests of `tokens` tokens; sliding-window layers hold their window.
   function kvCache(data, arch, kv, tokens, sequences, gpus, runtime) {
-    var slots = layerSlots(data, arch, runtime);
+    var share = cacheShare(data, arch, runtime, gpus), slots = share[1];
     var layerTokens = slots[0] * tokens + slots[1] * Math.min(tokens, arch.attention.window);
-    return kvElements(arch, gpus) * kv.bytes * layerTokens * sequences;
+    return share[0] * kv.bytes * layerTokens * sequences;
   }
 
   // Mirrors deployment.deployment: bytes, the whole model's weights and every per-GPU part.
   function deploymentNeed(data, s, fmt, kv, gpus, tokens, sequences, batch) {
     var weights = weightsBytes(data, s, fmt), arch = s.arch;
-    var slots = layerSlots(data, arch, fmt.runtime);
+    var share = cacheShare(data, arch, fmt.runtime, gpus);
     var need = { gpus: gpus, weights: weights, weightsPerGpu: weights / gpus,
-      kvPerToken: kvElements(arch, gpus) * kv.bytes * (slots[0] + slots[1]),
+      kvPerToken: share[0] * kv.bytes * (share[1][0] + share[1][1]),
       kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime),
       runtime: runtimeBytes(data, arch, fmt, gpus, batch) };
     need.perGpu = need.weightsPerGpu + need.runtime + need.kv;
@@ -107,39 +114,66 @@
     return need;
   }
 
-  // A pasted config.json: hf_config.count, operation for operation.
+  // A pasted config.json: hf_config.count, operation for operation, its fields read as config_fields.py reads them.
 
   function isDict(value) { return value !== null && typeof value === "object" && !Array.isArray(value); }
   function has(object, name) { return Object.prototype.hasOwnProperty.call(object, name); }
   function truthy(value) { return Array.isArray(value) ? value.length > 0 : isDict(value) ? Object.keys(value).length > 0 : !!value; }
   function get(object, name, fallback) { return has(object, name) ? object[name] : fallback; }
-  function shown(value) {
-    if (value === undefined || value === null) return "nothing";
-    return typeof value === "string" ? "'" + value + "'" : JSON.stringify(value);
+
+  // config_fields.shown: JSON, long text cut, big numbers by size ({shown: key} is worded by the page's messages).
+  function shown(k, value) {
+    if (value === undefined || value === null) return { shown: "nothing" };
+    if (typeof value === "boolean") return String(value);
+    if (typeof value === "number") {
+      var big = !isFinite(value) || Math.abs(value) >= k.shownBelow;
+      return big ? { shown: "bigNumber", values: { digits: k.shownDigits } } : JSON.stringify(value);
+    }
+    if (typeof value === "string") {
+      if (value.length <= k.shownCharacters) return JSON.stringify(value);
+      return { shown: "longText", values: { start: JSON.stringify(value.slice(0, k.shownCharacters)), count: value.length } };
+    }
+    if (Array.isArray(value)) return { shown: "list", values: { count: value.length } };
+    return { shown: "object" };
   }
 
-  function whole(config, name, fallback) {
-    var value = get(config, name, fallback === undefined ? null : fallback);
-    if (typeof value !== "number" || !Number.isInteger(value) || value <= 0) {
-      throw ["integer", { field: name, value: shown(value) }];
+  // config_fields.count_of: a JSON integer, `least` (1 unless given) or more, within its field's bound in data.limits.
+  function fields(data, config, prefix) {
+    var k = data.counting;
+    function count(name, fallback, least) {
+      var value = get(config, name, fallback === undefined ? null : fallback), field = (prefix || "") + name;
+      least = least === undefined ? 1 : least;
+      // Infinity: a literal too large for a double (1e400), beyond every bound as config_fields.whole_number says.
+      if (typeof value !== "number" || !(Number.isInteger(value) || value === Infinity) || value < least) {
+        throw [least ? "integer" : "zeroOrMore", { field: field, value: shown(k, value) }];
+      }
+      var limit = data.limits[k.fieldLimits[name]];
+      if (value > limit) throw ["configMax", { field: field, limit: limit, value: shown(k, value) }];
+      return value;
     }
-    return value;
+    return {
+      config: config,
+      count: count,
+      optional: function (name) { return get(config, name, null) === null ? 0 : count(name, undefined, 0); },
+      get: function (name) { return get(config, name, null); }
+    };
   }
 
   function countConfig(data, config) {
     try {
-      return countChecked(data.counting, config);
+      return countChecked(data, config);
     } catch (error) {
       if (Array.isArray(error)) return { error: error };  // [message key, values]
       throw error;
     }
   }
 
-  function countChecked(k, config) {
+  function countChecked(data, config) {
+    var k = data.counting;
     if (!isDict(config)) throw ["object", {}];
     var kind = get(config, "model_type", null);
     if (k.architectures.indexOf(kind) < 0) {
-      throw ["modelType", { value: kind === null ? "None" : shown(kind), list: k.architectures.join(", ") }];
+      throw ["modelType", { value: shown(k, kind), list: k.architectures.join(", ") }];
     }
     if (isDict(config.text_config)) {
       var merged = {};
@@ -147,39 +181,46 @@
       ["model_type", "quantization_config", "vision_config"].forEach(function (key) { merged[key] = get(config, key, null); });
       config = merged;
     }
-    var hidden = whole(config, "hidden_size"), layers = whole(config, "num_hidden_layers"), vocab = whole(config, "vocab_size");
-    var heads = whole(config, "num_attention_heads");
-    var kvHeads = whole(config, "num_key_value_heads", heads);
+    var f = fields(data, config);
+    var hidden = f.count("hidden_size"), layers = f.count("num_hidden_layers"), vocab = f.count("vocab_size");
+    var heads = f.count("num_attention_heads");
+    var kvHeads = f.count("num_key_value_heads", heads);
     if (heads % kvHeads) throw ["kvDivide", { kv_heads: kvHeads, heads: heads }];
-    var tied = truthy(get(config, "tie_word_embeddings", k.fourNormKinds.indexOf(kind) >= 0));
+    var tied = get(config, "tie_word_embeddings", k.fourNormKinds.indexOf(kind) >= 0);
+    if (typeof tied !== "boolean") throw ["configBoolean", { field: "tie_word_embeddings", value: shown(k, tied) }];
     var attentionParams, attention, headDim;
     if (kind.indexOf("deepseek") === 0) {
-      var mla = countMla(config, hidden, heads);
+      var mla = countMla(f, hidden, heads);
       attentionParams = mla[0]; attention = mla[1]; headDim = mla[2];
     } else {
-      headDim = whole(config, "head_dim", Math.floor(hidden / heads));
+      headDim = f.count("head_dim", Math.floor(hidden / heads));
       attentionParams = hidden * heads * headDim * 2 + hidden * kvHeads * headDim * 2;
       if (k.qkvBias.indexOf(kind) >= 0) attentionParams += heads * headDim + 2 * kvHeads * headDim;
       if (kind === "gpt_oss") attentionParams += heads * headDim + 2 * kvHeads * headDim + hidden + heads;
       if (k.qkNorm.indexOf(kind) >= 0) attentionParams += 2 * headDim;
-      attention = countWindow(k, config, kind, layers);
+      attention = countWindow(k, f, kind, layers);
     }
     var norms = (k.fourNormKinds.indexOf(kind) >= 0 ? k.fourNorms : 2) * hidden;
-    var mlp = countMlp(k, config, kind, hidden, layers), mlpWidth = mlp.pop();
+    var mlp = countMlp(k, f, kind, hidden, layers), mlpWidth = mlp.pop();
     var embeddings = vocab * hidden * (tied ? 1 : 2);
     var params = embeddings + layers * (attentionParams + norms) + mlp[0] + hidden;
     var active = mlp[2] ? embeddings + layers * (attentionParams + norms) + mlp[1] + hidden : null;
     var arch = { layers: layers, heads: heads, kvHeads: kvHeads, headDim: headDim, attention: attention, hidden: hidden,
       vocab: vocab, tied: tied, intermediate: mlpWidth, experts: mlp[2] };
-    var context = whole(config, "max_position_embeddings", k.defaultContext);
-    return { params: params, active: active, arch: arch, context: context, release: countRelease(k, config),
-      vision: countVision(k, get(config, "vision_config", null), hidden) };
+    var context = f.count("max_position_embeddings", k.defaultContext);
+    var vision = countVision(data, get(config, "vision_config", null), hidden);
+    if (params + vision > data.limits.max_params_b * 1e9) {
+      throw ["paramsMax", { params: (params + vision) / 1e9, limit: data.limits.max_params_b }];
+    }
+    return { params: params, active: active, arch: arch, context: context, release: countRelease(k, config), vision: vision };
   }
 
-  function countVision(k, vision, textHidden) {
+  function countVision(data, vision, textHidden) {
     if (!isDict(vision)) return 0;
-    var width = whole(vision, "hidden_size"), mlp = whole(vision, "intermediate_size"), depth = whole(vision, "num_hidden_layers");
-    var patch = whole(vision, "patch_size"), image = whole(vision, "image_size");
+    var k = data.counting, f = fields(data, vision, "vision_config.");
+    var width = f.count("hidden_size"), mlp = f.count("intermediate_size"), depth = f.count("num_hidden_layers");
+    var patch = f.count("patch_size"), image = f.count("image_size");
+    if (patch > image) throw ["patchSize", { patch: patch, image: image }];
     var side = Math.floor(image / patch);
     var patches = k.channels * patch * patch * width + width + side * side * width;
     var layer = k.attentionMatrices * (width * width + width) + 2 * width * mlp + mlp + width + k.attentionMatrices * width;
@@ -187,54 +228,73 @@
     return patches + depth * layer + 2 * width + projector;
   }
 
-  function countMla(config, hidden, heads) {
-    var kvRank = whole(config, "kv_lora_rank");
-    var rope = whole(config, "qk_rope_head_dim"), nope = whole(config, "qk_nope_head_dim"), value = whole(config, "v_head_dim");
+  function countMla(f, hidden, heads) {
+    var kvRank = f.count("kv_lora_rank");
+    var rope = f.count("qk_rope_head_dim"), nope = f.count("qk_nope_head_dim"), value = f.count("v_head_dim");
     var queries;
-    if (get(config, "q_lora_rank", null) === null) {
+    if (f.get("q_lora_rank") === null) {
       queries = hidden * heads * (nope + rope);
     } else {
-      var qRank = whole(config, "q_lora_rank");
+      var qRank = f.count("q_lora_rank");
       queries = hidden * qRank + qRank + qRank * heads * (nope + rope);
     }
     var params = queries + hidden * (kvRank + rope) + kvRank + kvRank * heads * (nope + value) + heads * value * hidden;
     return [params, { kind: "mla", window: 0, slidingLayers: 0, latent: kvRank + rope, rank: kvRank }, nope + rope];
   }
 
-  function countWindow(k, config, kind, layers) {
+  // config_fields.layer_types: one attention type per layer, when the config lists them.
+  function layerTypes(k, f, layers) {
+    var types = f.get("layer_types");
+    if (types === null) return null;
+    if (!Array.isArray(types) || types.some(function (item) { return k.layerTypes.indexOf(item) < 0; })) {
+      throw ["layerTypes", { value: shown(k, types) }];
+    }
+    if (types.length !== layers) throw ["layerCount", { count: types.length, layers: layers }];
+    return types;
+  }
+
+  function countWindow(k, f, kind, layers) {
     var full = FULL;
-    var window = get(config, "sliding_window", null), types = get(config, "layer_types", null), sliding;
-    if (Array.isArray(types) && truthy(window)) {
+    var window = f.get("sliding_window"), types = layerTypes(k, f, layers), sliding;
+    if (types !== null && truthy(window)) {
       sliding = types.filter(function (item) { return item === "sliding_attention"; }).length;
     } else if ((kind === "gemma2" || kind === "gpt_oss") && truthy(window)) {
       sliding = Math.floor(layers / 2) + (kind === "gpt_oss" ? layers % 2 : 0);
     } else if (kind === "gemma3" && truthy(window)) {
-      var pattern = whole(config, "sliding_window_pattern", k.gemma3Pattern);
+      var pattern = f.count("sliding_window_pattern", k.gemma3Pattern);
       sliding = layers - Math.floor(layers / pattern);
     } else {
       return full;
     }
-    return sliding ? { kind: "sliding", window: whole(config, "sliding_window"), slidingLayers: sliding, latent: 0 } : full;
+    return sliding ? { kind: "sliding", window: f.count("sliding_window"), slidingLayers: sliding, latent: 0 } : full;
+  }
+
+  // Experts each token uses: at most the experts there are.
+  function activeExperts(f, count, fallback) {
+    var active = f.count("num_experts_per_tok", fallback);
+    if (active > count) throw ["expertsActive", { active: active, count: count }];
+    return active;
   }
 
   // [all layers' MLP parameters, those one token uses, the experts block, the dense width]
-  function countMlp(k, config, kind, hidden, layers) {
+  function countMlp(k, f, kind, hidden, layers) {
     var m = k.gatedMatrices, dense;
     if (kind === "mixtral" || kind === "qwen3_moe" || kind === "gpt_oss") {
-      var count = whole(config, kind === "qwen3_moe" ? "num_experts" : "num_local_experts");
-      var active = whole(config, "num_experts_per_tok", kind === "mixtral" ? k.mixtralActive : undefined);
-      var width = whole(config, kind === "qwen3_moe" ? "moe_intermediate_size" : "intermediate_size");
+      var count = f.count(kind === "qwen3_moe" ? "num_experts" : "num_local_experts");
+      var active = activeExperts(f, count, kind === "mixtral" ? k.mixtralActive : undefined);
+      var width = f.count(kind === "qwen3_moe" ? "moe_intermediate_size" : "intermediate_size");
       var expert = m * hidden * width + (kind === "gpt_oss" ? 2 * width + hidden : 0);
       var router = hidden * count + (kind === "gpt_oss" ? count : 0);
-      dense = whole(config, "intermediate_size", width);
+      dense = f.count("intermediate_size", width);
       return [layers * (count * expert + router), layers * (active * expert + router),
         { count: count, active: active, intermediate: width, shared: 0, denseLayers: 0 }, dense];
     }
-    dense = whole(config, "intermediate_size");
+    dense = f.count("intermediate_size");
     if (kind.indexOf("deepseek") !== 0) return [layers * m * hidden * dense, layers * m * hidden * dense, null, dense];
-    var routed = whole(config, "n_routed_experts"), used = whole(config, "num_experts_per_tok");
-    var moeWidth = whole(config, "moe_intermediate_size"), shared = get(config, "n_shared_experts", null) || 0;
-    var firstDense = get(config, "first_k_dense_replace", null) || 0;
+    var routed = f.count("n_routed_experts"), used = activeExperts(f, routed, undefined);
+    var moeWidth = f.count("moe_intermediate_size"), shared = f.optional("n_shared_experts");
+    var firstDense = f.optional("first_k_dense_replace");
+    if (firstDense >= layers) throw ["denseLayers", { dense: firstDense, layers: layers }];
     var moeLayers = layers - firstDense, one = m * hidden * moeWidth;
     var gate = hidden * routed + (kind === "deepseek_v3" ? routed : 0);
     var total = firstDense * m * hidden * dense + moeLayers * ((routed + shared) * one + gate);
@@ -307,10 +367,9 @@
     }
     var preset = raw.model !== "custom" ? presetOf(data, raw.model) : null;
     var extra = preset ? { attention: preset.attention || FULL, vision: preset.vision || 0, experts: preset.experts || null }
-      : pasted || { attention: FULL, vision: 0, experts: null };
-    if (!preset && pasted && (extra.attention.slidingLayers > values.layers || (extra.experts && extra.experts.denseLayers > values.layers))) {
-      extra = { attention: FULL, vision: extra.vision, experts: null };
-    }
+      : (pasted && pasted.extra) || { attention: FULL, vision: 0, experts: null };
+    var refused = !preset && pasted ? pasted.error || (values.layers && extraAgainst(extra, values.layers)) : null;
+    if (refused) errors.extra = ["extra", { problem: { error: refused } }];
     var experts = null;
     if (values.experts) {
       experts = { count: values.experts, active: values.experts_active, intermediate: values.expert_width,
@@ -330,8 +389,8 @@
     if (tuning && !Object.keys(errors).length) {
       tuning.gpus = values.gpus;
       tuning.targets = tuning.method === "full" ? [] : engine.targetsOf(data, tuning.targetPreset, arch);
-      var refused = engine.check(data, state, tuning);  // training.check: a run no trainer would start
-      if (refused) errors[refused[0]] = [refused[1], refused[2]];
+      var declined = engine.check(data, state, tuning);  // training.check: a run no trainer would start
+      if (declined) errors[declined[0]] = [declined[1], declined[2]];
     }
     if (Object.keys(errors).length) return { errors: errors };
     return { state: state };
@@ -401,16 +460,56 @@
     return raw;
   }
 
-  // Links keep what a pasted config.json says beyond the fields (extra=, as JSON); anything else there is ignored.
-  function extraOf(text) {
-    var e = null;
-    try { e = JSON.parse(text); } catch (error) { return null; }
-    var a = isDict(e) && e.attention, x = isDict(e) && e.experts;
-    var numbers = isDict(a) && [a.window, a.slidingLayers, a.latent, e.vision, a.kind === "mla" ? a.rank : 0]
-      .concat(isDict(x) ? [x.shared, x.denseLayers] : []);
-    var fine = numbers && ["full", "sliding", "mla"].indexOf(a.kind) >= 0 && (x === null || isDict(x)) &&
-      numbers.every(function (v) { return typeof v === "number" && v >= 0; });
-    return fine ? { attention: a, vision: e.vision, experts: x } : null;
+  // Links keep what a pasted config.json says beyond the fields (extra=, as JSON): {extra}, or {error} naming the value
+  // that cannot be honoured (bounded as a config.json's counts are); null without one.
+  var EXTRA_LIMITS = { window: "max_context", slidingLayers: "max_layers", latent: "max_hidden", rank: "max_hidden",
+    shared: "max_experts", denseLayers: "max_layers" };
+
+  function extraOf(data, text) {
+    if (text === null || text === undefined) return null;
+    var e;
+    try { e = JSON.parse(text); } catch (error) { return { error: ["json", {}] }; }
+    try {
+      return { extra: checkedExtra(data, e) };
+    } catch (error) {
+      if (Array.isArray(error)) return { error: error };
+      throw error;
+    }
+  }
+
+  function checkedExtra(data, e) {
+    var k = data.counting;
+    if (!isDict(e) || !isDict(e.attention) || !(e.experts === null || isDict(e.experts))) throw ["extraShape", { value: shown(k, e) }];
+    var a = e.attention, x = e.experts;
+    var kinds = ["full", "sliding", "mla"];
+    if (kinds.indexOf(a.kind) < 0) throw ["extraKind", { kinds: kinds.map(function (kind) { return JSON.stringify(kind); }), value: shown(k, a.kind) }];
+    function count(block, prefix, name) {
+      var value = get(block, name, null), field = prefix + name, limit = data.limits[EXTRA_LIMITS[name]];
+      if (typeof value !== "number" || !(Number.isInteger(value) || value === Infinity) || value < 0) {
+        throw ["zeroOrMore", { field: field, value: shown(k, value) }];
+      }
+      if (value > limit) throw ["configMax", { field: field, limit: limit, value: shown(k, value) }];
+      return value;
+    }
+    var attention = { kind: a.kind, window: count(a, "attention.", "window"), slidingLayers: count(a, "attention.", "slidingLayers"),
+      latent: count(a, "attention.", "latent") };
+    if (a.kind === "mla") attention.rank = count(a, "attention.", "rank");
+    var vision = get(e, "vision", null), most = data.limits.max_params_b;
+    if (typeof vision !== "number" || !(vision >= 0)) throw ["numberZeroOrMore", { field: "vision", value: shown(k, vision) }];
+    if (vision > most) throw ["configMax", { field: "vision", limit: most, value: shown(k, vision) }];
+    var experts = x && { shared: count(x, "experts.", "shared"), denseLayers: count(x, "experts.", "denseLayers") };
+    return { attention: attention, vision: vision, experts: experts };
+  }
+
+  // What extra= says against the layers the fields give: an error, never a silent replacement.
+  function extraAgainst(extra, layers) {
+    if (extra.attention.slidingLayers > layers) {
+      return ["moreThanLayers", { field: "attention.slidingLayers", value: extra.attention.slidingLayers, layers: layers }];
+    }
+    if (extra.experts && extra.experts.denseLayers && extra.experts.denseLayers >= layers) {
+      return ["leavesNoMoe", { field: "experts.denseLayers", value: extra.experts.denseLayers, layers: layers }];
+    }
+    return null;
   }
 
   // The precision a mode opens with (gpumem estimate's default for the method; the first method's while serving).
@@ -430,12 +529,31 @@
   function toQuery(raw, pasted) {
     var params = new URLSearchParams();
     FIELDS.forEach(function (f) { if (applies(f, raw.mode)) params.set(f, raw[f]); });
-    if (pasted && raw.model === "custom") params.set("extra", JSON.stringify(pasted));
+    if (pasted && raw.model === "custom") params.set("extra", pasted.extra ? JSON.stringify(pasted.extra) : pasted.text);
     return params.toString();
   }
 
   function fill(template, values) {
     return template.replace(/%\((\w+)\)s/g, function (_, name) { return values[name]; });
+  }
+
+  // An error [key, values] in the page's words (text: #calculator-messages): numbers written by `show` (the page's
+  // number format), lists joined, and a nested error or a shown config value ({error}, {shown}) worded in turn.
+  function errorText(text, error, show) {
+    var values = typeof error[1] === "number" ? { limit: error[1] } : error[1];
+    return fill(text.errors[error[0]], worded(text, values || {}, show));
+  }
+
+  function worded(text, values, show) {
+    var out = {}, one = function (v) { return typeof v === "number" ? show(v) : v; };
+    Object.keys(values).forEach(function (key) {
+      var v = values[key];
+      if (Array.isArray(v)) out[key] = v.map(one).join(", ");
+      else if (isDict(v) && v.error) out[key] = errorText(text, v.error, show);
+      else if (isDict(v) && v.shown) out[key] = fill(text.shown[v.shown], worded(text, v.values || {}, show));
+      else out[key] = one(v);
+    });
+    return out;
   }
 
   // Page wiring: read the form, show the result, keep the URL in step.
@@ -472,19 +590,11 @@
       FIELDS.forEach(function (f) { field(f).value = raw[f]; });
     }
 
-    function formatted(values) {
-      var out = {}, show = function (v) { return typeof v === "number" ? number.format(v) : v; };
-      Object.keys(values || {}).forEach(function (key) {
-        out[key] = Array.isArray(values[key]) ? values[key].map(show).join(", ") : show(values[key]);
-      });
-      return out;
-    }
-
     function message(error) {
-      var values = typeof error[1] === "number" ? { limit: error[1] } : error[1];
-      return fill(text.errors[error[0]], formatted(values));
+      return errorText(text, error, number.format);
     }
 
+    // Each field's error, and the config box's: a link's extra= that cannot be used, else what the paste found.
     function showErrors(errors) {
       FIELDS.forEach(function (f) {
         var box = document.getElementById("calc-" + f + "-error");
@@ -492,6 +602,9 @@
         if (box) box.textContent = error ? message(error) : "";
         field(f).setAttribute("aria-invalid", error ? "true" : "false");
       });
+      var config = errors.extra || pasteError;
+      root.querySelector("#calc-config-error").textContent = config ? message(config) : "";
+      field("config").setAttribute("aria-invalid", config ? "true" : "false");
     }
 
     function element(tag, content, attributes) {
@@ -652,10 +765,9 @@
       more.textContent = fill(text.more, { count: number.format(items.length) });
     }
 
-    // A pasted config.json fills the fields (what they cannot say is kept aside).
+    // A pasted config.json fills the fields (what they cannot say is kept aside); render shows its error.
     function paste() {
-      var box = root.querySelector("#calc-config-error"), area = field("config"), source = area.value.trim();
-      var error = null;
+      var source = field("config").value.trim(), error = null;
       if (source) {
         var parsed = null;
         try { parsed = JSON.parse(source); } catch (e) { error = ["json", {}]; }
@@ -667,15 +779,15 @@
             ARCH.forEach(function (f) { field(f).value = String(fields[f]); });
             field("model").value = "custom";
             field("weights").value = counted.release;
-            pasted = { attention: a.attention, vision: counted.vision / 1e9, experts: a.experts };
+            var experts = a.experts && { shared: a.experts.shared, denseLayers: a.experts.denseLayers };
+            pasted = { extra: { attention: a.attention, vision: counted.vision / 1e9, experts: experts } };
           }
         }
       }
-      box.textContent = error ? message(error) : "";
-      area.setAttribute("aria-invalid", error ? "true" : "false");
+      pasteError = error;
     }
 
-    var pasted = null;
+    var pasted = null, pasteError = null;
     function changed(event) {
       var name = event.target.name;
       if (name === "config") {
@@ -714,13 +826,16 @@
     shorten();
     if (location.search) {
       var raw = fromQuery(data, location.search);
-      pasted = raw.model === "custom" ? extraOf(new URLSearchParams(location.search).get("extra")) : null;
+      var given = new URLSearchParams(location.search).get("extra");
+      pasted = raw.model === "custom" ? extraOf(data, given) : null;
+      if (pasted && pasted.error) pasted.text = given;  // the link keeps the value it could not honour, named on the page
       writeForm(raw);
       render();
     }
   }
 
   window.gpumemCalculator = { serve: serve, validate: validate, fromQuery: fromQuery, toQuery: toQuery, countConfig: countConfig,
+    extraOf: extraOf, errorText: errorText,
     weightsBytes: weightsBytes, expertParams: engine.expertParams, kvCache: kvCache, byName: byName };
   var root = document.getElementById("calculator");
   if (root) start(root);

@@ -24,10 +24,11 @@ def points() -> list[dict]:
 
 
 def all_rows() -> tuple[Row, ...]:
-    rules = load_catalog(REPO / "tests" / "fixtures" / "catalogs").rules.deployment
+    catalog_rules = load_catalog(REPO / "tests" / "fixtures" / "catalogs").rules
+    rules = catalog_rules.deployment
     assert rules is not None
     configs = {path.stem: json.loads(path.read_text()) for path in sorted((MEASUREMENTS / "configs").glob("*.json"))}
-    return rows(points(), configs, rules)
+    return rows(points(), configs, rules, catalog_rules.calculator_limits)
 
 
 def table(found: tuple[Row, ...]) -> str:

@@ -74,7 +74,8 @@ def models(found: Catalog) -> dict[str, Model]:
     for folder in CONFIG_FOLDERS:
         for path in sorted(folder.glob("*.json")):
             if path.stem not in known:
-                known[path.stem] = model_from_config(json.loads(path.read_text()), path.stem, path.stem, str(path))
+                config = json.loads(path.read_text())
+                known[path.stem] = model_from_config(config, found.rules.calculator_limits, path.stem, path.stem, str(path))
     return known
 
 

@@ -5,6 +5,7 @@ Usage: .venv/bin/python -m tests.measurements.training [--write]
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -58,8 +59,14 @@ def rules() -> tuple[TrainingRules, DeploymentRules]:
     return loaded.training, loaded.deployment
 
 
+@functools.cache
+def limits() -> dict[str, float]:
+    """rules.yaml's calculator bounds, which a config.json's counts keep."""
+    return load_catalog(REPO / "tests" / "fixtures" / "catalogs").rules.calculator_limits
+
+
 def model(arch: str) -> Model:
-    return model_from_config(json.loads((HERE / "configs" / f"{arch}.json").read_text()), arch, arch, "https://huggingface.co")
+    return model_from_config(json.loads((HERE / "configs" / f"{arch}.json").read_text()), limits(), arch, arch, "https://huggingface.co")
 
 
 def setup(point: dict[str, Any]) -> TrainingSetup:

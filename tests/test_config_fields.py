@@ -1,0 +1,258 @@
+"""Issue 21: configs that count to impossible models, refused with the field named by one rule
+(catalog/config_fields.py) in hf_config.count, `gpumem models add`, `gpumem estimate --config`, the catalog's
+measured configs and the calculator's script, which words each refusal the same way."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpumem.catalog.hf_config import count
+from gpumem.catalog.inputs import load_catalog
+from gpumem.catalog.validate import Invalid
+from gpumem.commands.estimate import Request, draft_entry, estimate
+from gpumem.errors import BuildError
+
+from .javascript import Scripts
+from .project import CATALOGS, REPO
+from .test_calculator import preset_numbers, raw_state
+
+CONFIGS = REPO / "tests/fixtures/hf_configs"
+LIMITS = load_catalog(CATALOGS).rules.calculator_limits
+ARCHITECTURES = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma2, gemma3, phi3, deepseek_v2, deepseek_v3, gpt_oss"
+
+
+def config(name: str, **changes: Any) -> dict[str, Any]:
+    """A fixture config.json with some fields changed."""
+    return {**json.loads((CONFIGS / f"{name}.json").read_text()), **changes}
+
+
+# Each defect of issue 21 and the exact refusal (the calculator adds a final full stop).
+HOSTILE = {
+    "dense layers beyond the layers": (
+        config("deepseek-v3", first_k_dense_replace=1000),
+        "first_k_dense_replace: 1,000 leaves no MoE layer of num_hidden_layers (61)",
+    ),
+    "every layer dense": (
+        config("deepseek-v3", first_k_dense_replace=61),
+        "first_k_dense_replace: 61 leaves no MoE layer of num_hidden_layers (61)",
+    ),
+    "1,000 layer types for 42 layers": (
+        config("gemma-2-9b", layer_types=["sliding_attention"] * 1000),
+        "layer_types: 1,000 entries for num_hidden_layers (42): expected one per layer",
+    ),
+    "a layer type gpumem does not know": (
+        config("gemma-2-9b", layer_types=["sliding_attention"] * 41 + ["linear_attention"]),
+        'layer_types: expected a list of "full_attention" and "sliding_attention", got a list of 42 items',
+    ),
+    "a hidden size of 10^4000": (
+        config("llama-3.1-8b", hidden_size=10**4000),
+        "hidden_size: expected at most 65,536, got a number of more than 15 digits",
+    ),
+    "a number too large for a float": (
+        config("llama-3.1-8b", vocab_size=float("inf")),  # what json reads of 1e400 (and JSON.parse too)
+        "vocab_size: expected at most 1,000,000, got a number of more than 15 digits",
+    ),
+    "a count written as text": (
+        config("llama-3.1-8b", num_key_value_heads="3"),
+        'num_key_value_heads: expected a positive integer, got "3"',
+    ),
+    "dense layers written as text": (
+        config("deepseek-v3", first_k_dense_replace="3"),
+        'first_k_dense_replace: expected a whole number of 0 or more, got "3"',
+    ),
+    "shared experts written as text": (
+        config("deepseek-v3", n_shared_experts="1"),
+        'n_shared_experts: expected a whole number of 0 or more, got "1"',
+    ),
+    "a boolean written as text": (
+        config("llama-3.1-8b", tie_word_embeddings="false"),
+        'tie_word_embeddings: expected true or false, got "false"',
+    ),
+    "10^30 layers": (
+        config("llama-3.1-8b", num_hidden_layers=10**30),
+        "num_hidden_layers: expected at most 1,000, got a number of more than 15 digits",
+    ),
+    "negative dense layers": (
+        config("deepseek-v3", first_k_dense_replace=-5),
+        "first_k_dense_replace: expected a whole number of 0 or more, got -5",
+    ),
+    "a fraction of a dense layer": (
+        config("deepseek-v3", first_k_dense_replace=1.5),
+        "first_k_dense_replace: expected a whole number of 0 or more, got 1.5",
+    ),
+    "a 15,000,000-character model_type": (
+        config("llama-3.1-8b", model_type="x" * 15_000_000),
+        f'model_type: "{"x" * 60}"… (15,000,000 characters) is not an architecture gpumem counts (expected one of {ARCHITECTURES})',
+    ),
+    "more experts per token than experts": (
+        config("mixtral-8x7b", num_experts_per_tok=9),
+        "num_experts_per_tok: 9 is more than the 8 experts",
+    ),
+    "fields in bounds whose product is not a model": (
+        config("llama-3.1-8b", hidden_size=65536, num_hidden_layers=1000, intermediate_size=999_999),
+        "parameters: 197,295.8 billion counted, expected at most 5,000 billion",  # 1,000 x 197.279 + 16.8 billion
+    ),
+    "a vision patch larger than its image": (
+        config("gemma-3-27b", vision_config={**config("gemma-3-27b")["vision_config"], "patch_size": 1000}),
+        "vision_config.patch_size: 1,000 is more than vision_config.image_size (896)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_an_impossible_config_is_refused_naming_the_field(name: str):
+    hostile, message = HOSTILE[name]
+    with pytest.raises(Invalid) as raised:
+        count(hostile, LIMITS)
+    assert str(raised.value) == message
+
+
+def test_a_whole_number_written_with_a_decimal_point_is_the_integer_json_parse_reads():
+    exact = count(config("llama-3.1-8b"), LIMITS)
+    assert count(config("llama-3.1-8b", hidden_size=4096.0, num_hidden_layers=32.0), LIMITS) == exact
+
+
+def written(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / "hostile" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(HOSTILE[name][0]).replace("Infinity", "1e400"))  # 1e400 as a file would write it
+    return path
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_models_add_and_estimate_refuse_it_with_the_file_named(tmp_path: Path, name: str):
+    path = written(tmp_path, name)
+    expected = [f"{path}: {HOSTILE[name][1]}"]
+    with pytest.raises(BuildError) as drafted:
+        draft_entry(path, CATALOGS, None, None, None)
+    assert drafted.value.lines == expected
+    with pytest.raises(BuildError) as estimated:
+        estimate(CATALOGS, Request(config=path))
+    assert estimated.value.lines == expected
+
+
+@pytest.mark.parametrize("command", [("models", "add"), ("estimate", "--config")])
+def test_on_the_command_line_it_is_one_line_and_exit_code_1(tmp_path: Path, command: tuple[str, str]):
+    path = written(tmp_path, "a hidden size of 10^4000")
+    done = subprocess.run(
+        [sys.executable, "-m", "gpumem", *command, str(path), "--catalogs", str(CATALOGS)], capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"{path}: hidden_size: expected at most 65,536, got a number of more than 15 digits\n1 problem found; nothing was written.\n"
+    )
+
+
+def test_nan_is_not_json(tmp_path: Path):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "llama", "hidden_size": NaN}')
+    with pytest.raises(BuildError) as raised:
+        estimate(CATALOGS, Request(config=path))
+    assert raised.value.lines == [f"{path}: JSON syntax error: NaN is not a JSON number (JSON has no NaN or Infinity)"]
+
+
+def test_the_catalog_refuses_a_measured_config_it_cannot_count(tmp_path: Path):
+    catalogs = tmp_path / "catalogs"
+    shutil.copytree(CATALOGS, catalogs)
+    bad = catalogs / "measurements/configs/llama-3.1-8b.json"
+    bad.write_text(json.dumps(HOSTILE["a boolean written as text"][0]))
+    with pytest.raises(BuildError) as raised:
+        load_catalog(catalogs)
+    assert raised.value.lines == [f'{bad}: tie_word_embeddings: expected true or false, got "false"']
+
+
+# The calculator's script: the same refusals, worded by the page's messages.
+
+# The English page's number format (Intl.NumberFormat("en", {maximumFractionDigits: 1})), which QuickJS lacks.
+ENGLISH_NUMBERS = r"""n => {
+    const parts = String(Math.round(n * 10) / 10).split(".");
+    return [parts[0].replace(/\B(?=(\d{3})+(?!\d))/g, ",")].concat(parts.slice(1)).join(".");
+}"""
+REFUSAL = """([configs, show]) => {
+    const page = JSON.parse(document.getElementById("calculator-data").textContent);
+    const calc = window.gpumemCalculator;
+    return configs.map(config => {
+        const counted = calc.countConfig(page, config);
+        return counted.error ? calc.errorText(MESSAGES, counted.error, eval(show)) : null;
+    });
+}"""
+
+
+def messages(scripts: Scripts, site: Path) -> None:
+    """The English page's #calculator-messages, as the page's script reads them, in the QuickJS context."""
+    import re
+
+    html = (site / "en/calculator/index.html").read_text()
+    found = re.search(r'<script type="application/json" id="calculator-messages">(.*?)</script>', html, re.S)
+    assert found is not None
+    scripts.context.set("MESSAGES_TEXT", found.group(1))
+    scripts.context.eval("var MESSAGES = JSON.parse(MESSAGES_TEXT);")
+
+
+def test_the_calculator_refuses_the_same_configs_in_the_same_words(scripts: Scripts, built_site: Path):
+    messages(scripts, built_site)
+    got = scripts.evaluate(REFUSAL, [[hostile for hostile, _ in HOSTILE.values()], ENGLISH_NUMBERS])
+    assert got == [f"{message}." for _, message in HOSTILE.values()]
+
+
+EXTRA = """([links, raw, show]) => {
+    const page = JSON.parse(document.getElementById("calculator-data").textContent);
+    const calc = window.gpumemCalculator;
+    return links.map(link => {
+        const checked = calc.validate(page, raw, calc.extraOf(page, link));
+        return checked.errors ? Object.keys(checked.errors).map(f => f + ": " + calc.errorText(MESSAGES, checked.errors[f], eval(show)))
+            : checked.state.arch.attention;
+    });
+}"""
+SLIDING = {"kind": "sliding", "window": 4096, "slidingLayers": 16, "latent": 0}
+PREFIX = "extra: The link's extra= cannot be used: "
+
+
+def link(attention: dict | None = None, vision: Any = 0, experts: Any = None) -> str:
+    return json.dumps({"attention": attention or SLIDING, "vision": vision, "experts": experts})
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        (link(), SLIDING),
+        (link({**SLIDING, "window": 1e308}), "attention.window: expected at most 10,000,000, got a number of more than 15 digits."),
+        (link(vision=1e308), "vision: expected at most 5,000, got a number of more than 15 digits."),
+        (link({**SLIDING, "latent": -1}), "attention.latent: expected a whole number of 0 or more, got -1."),
+        (link({**SLIDING, "slidingLayers": 33}), "attention.slidingLayers: 33 is more than the 32 layers."),
+        (link(experts={"shared": 1, "denseLayers": 40}), "experts.denseLayers: 40 leaves no MoE layer of the 32 layers."),
+        (link({**SLIDING, "kind": "linear"}), 'attention.kind: expected one of "full", "sliding", "mla", got "linear".'),
+        ("[1, 2]", "expected an object of attention, vision and experts, got a list of 2 items."),
+        ('{"attention": ', "This is not valid JSON."),
+    ],
+)
+def test_a_link_whose_extra_cannot_be_honoured_is_named_not_replaced(scripts: Scripts, built_site: Path, given: str, expected: Any):
+    messages(scripts, built_site)
+    raw = raw_state("custom", "serve", "bf16", "bf16", 1, 8192, custom=preset_numbers("llama-3.1-8b"))  # 32 layers
+    got = scripts.evaluate(EXTRA, [[given], raw, ENGLISH_NUMBERS])[0]
+    assert got == (expected if isinstance(expected, dict) else [PREFIX + expected])
+
+
+def test_the_page_names_a_link_value_it_cannot_honour(page, site_url: str):
+    """In Chromium: a crafted link's extra= is named next to the config box, and no figure is shown in its place."""
+    from urllib.parse import urlencode
+
+    from playwright.sync_api import expect
+
+    from .test_calculator import URLS
+
+    raw = raw_state("custom", "serve", "bf16", "bf16", 1, 8192, custom=preset_numbers("llama-3.1-8b"))
+    page.goto(site_url + URLS["en"] + "?" + urlencode({**raw, "extra": link(vision=1e308)}))
+    expect(page.locator("#calc-config-error")).to_have_text(
+        PREFIX.removeprefix("extra: ") + "vision: expected at most 5,000, got a number of more than 15 digits."
+    )
+    expect(page.locator('[data-result="total-gb"]')).not_to_have_attribute("data-value", re.compile(".+"))
+    assert "extra=" in page.url  # the link keeps the value it names
