@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from jinja2.sandbox import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from gpumem.commands.build import build
 from gpumem.errors import BuildError
@@ -41,11 +41,11 @@ def problems(root: Path, text: str) -> list[str]:
 REFUSED = "content/en/home.md:7: template: not allowed in content: "
 
 
-def rendered(source: str, seconds: float | None = None) -> str:
-    """A content template's text, rendered in the content sandbox as the file page.md."""
-    env = sandbox.ContentSandbox(seconds=seconds)
+def rendered(source: str, seconds: float | None = None, **names: str) -> str:
+    """A content template's text, rendered with `names` in the content sandbox as the file page.md."""
+    env = sandbox.ContentSandbox(seconds=seconds, autoescape=True)  # as pages/render.py makes it
     env.bound_filters()
-    return env.render_file(env.compile(source, name="page.md", filename="page.md"), {}, "page.md")
+    return env.render_file(env.compile(source, name="page.md", filename="page.md"), names, "page.md")
 
 
 @pytest.mark.parametrize(
@@ -67,6 +67,12 @@ def rendered(source: str, seconds: float | None = None) -> str:
         ('{{ "x"|center(10**9) }}', "the center filter with a width of 1000000000 (at most 1,000,000)"),
         ('{{ "%999999999d"|format(1) }}', "the format filter with a width of 999999999 (at most 1,000,000)"),
         ('{% for i in range(100000) %}{{ "x" * 1000 }}{% endfor %}', "its text would pass 10,000,000 characters"),
+        ('{% set s = "x" * 1000000 %}{{ s ~ s }}', "joining 2 pieces of 2,000,000 characters with ~ (at most 1,000,000)"),
+        (
+            '{% macro double(s, n) %}{{ double(s ~ s, n - 1) if n else s|length }}{% endmacro %}{{ double("x", 40) }}',
+            "joining 2 pieces of 1,048,576 characters with ~ (at most 1,000,000)",
+        ),
+        ('{% set s = "x" * 1000000 %}{{ "%s%s" % (s, s) }}', "a format of 2,000,004 characters (at most 1,000,000)"),
     ],
 )
 def test_a_placeholder_past_a_bound_is_refused_before_it_computes(placeholder, message):
@@ -84,6 +90,9 @@ def test_a_refusal_names_the_content_file_and_the_placeholder_s_line(root):
 def test_arithmetic_within_the_bounds_renders_as_before():
     source = '{{ 2**10 * 3 }} {{ "%5.1f" % 2.5 }} {{ "ab" * 3 }} {{ [1, 2] + [3] }} {{ 10**999 > 0 }} {{ "%s!"|format("a") }} {{ "x"|center(3) }}'
     assert rendered(source) == "3072   2.5 ababab [1, 2, 3] True a!  x "
+    joins = '{{ "a" ~ 1 ~ "b" }} {{ (x|safe) ~ y }} {{ x ~ y }} {% autoescape false %}{{ (x|safe) ~ y }} {{ x ~ y }}{% endautoescape %}'
+    jinja = ImmutableSandboxedEnvironment(autoescape=True).from_string(joins).render(x="<b>", y="<i>")
+    assert rendered(joins, x="<b>", y="<i>") == jinja == "a1b <b>&lt;i&gt; &lt;b&gt;&lt;i&gt; <b><i> <b><i>"
 
 
 def test_a_content_file_past_the_time_bound_is_stopped_at_its_line(root, monkeypatch):

@@ -380,9 +380,7 @@ class Renderer:
         env = self.content_env
         if self.compiled is None:
             return env.compile(source, name=path, filename=path)
-        # Not a layout's name, and naming the operators the sandbox intercepts: code compiled before
-        # they were (which calls them directly) is never taken from the cache.
-        bucket = self.compiled.get_bucket(env, f"content:{','.join(sorted(env.intercepted_binops))}:{path}", path, source)
+        bucket = self.compiled.get_bucket(env, f"content:{env.compiled_as}:{path}", path, source)  # not a layout's name
         if bucket.code is None:
             bucket.code = env.compile(source, name=path, filename=path)
             self.compiled.set_bucket(bucket)

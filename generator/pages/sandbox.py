@@ -5,8 +5,9 @@ computed in C, which holds the interpreter (its HTTP thread, its signal handlers
 
 - **Size.** The operators that can make a large value from small ones (`**`, `*`, `+`, `%`) go
   through Jinja's own hook, `call_binop` with `intercepted_binops`, which refuses a result past
-  MAX_DIGITS digits or MAX_LENGTH characters or items before computing it; so do the string
-  methods and filters that pad to a width (`center`, `ljust`, `format`, `indent`...). A content
+  MAX_DIGITS digits or MAX_LENGTH characters or items before computing it; so do `~` (compiled to a
+  call of ContentSandbox.joined, through Jinja's code_generator_class) and the string methods and
+  filters that pad to a width (`center`, `ljust`, `format`, `indent`...). A content
   file's whole text is bounded too (MAX_OUTPUT), piece by piece as Template.generate yields it.
 - **Time.** What is left is a loop of small steps, which the clock stops: a timer raises Stopped
   in the rendering thread once one content file has rendered for SECONDS (CPython's
@@ -32,6 +33,9 @@ from types import CodeType
 from typing import Any, cast
 
 import jinja2
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.runtime import markup_join, str_join
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 MAX_DIGITS = 1_000  # an integer content may compute: far past any figure, far below a slow one
@@ -144,11 +148,28 @@ def _bounded_filter(name: str, filter_function: Callable[..., Any]) -> Callable[
     return bounded
 
 
+class _CheckedConcat(CodeGenerator):
+    """Jinja's code generator, but `a ~ b` calls the environment's `joined`, which checks the pieces'
+    length before joining them (Jinja joins them with a function of its runtime, which no hook reaches)."""
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        escaping = "context.eval_ctx.volatile" if frame.eval_ctx.volatile else repr(bool(frame.eval_ctx.autoescape))
+        self.write("environment.joined((")
+        for piece in node.nodes:
+            self.visit(piece, frame)
+            self.write(", ")
+        self.write(f"), {escaping})")
+
+
 class ContentSandbox(ImmutableSandboxedEnvironment):
     """The content templates' environment: the immutable sandbox, with every value bounded in size
     and one file's rendering in time (see the module docstring)."""
 
     intercepted_binops = frozenset({"**", "*", "+", "%"})
+    code_generator_class = _CheckedConcat
+    # What the compiled code depends on besides the source: part of its key in the bytecode cache, so
+    # that code compiled before (which computes these operators unchecked) is never taken from it.
+    compiled_as = "checked:" + ",".join(sorted(intercepted_binops)) + ",~"
 
     def __init__(self, *args: Any, seconds: float | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -163,7 +184,17 @@ class ContentSandbox(ImmutableSandboxedEnvironment):
         _refuse(_too_many_digits(operator, left, right) or _too_long(operator, left, right))
         if operator == "%" and isinstance(left, str):
             _refuse(_too_wide(_widths(left, right), "a format width"))
+            values = right if isinstance(right, tuple) else tuple(right.values()) if isinstance(right, dict) else (right,)
+            length = len(left) + sum(len(value) for value in values if isinstance(value, str))
+            _refuse(f"a format of {length:,} characters (at most {MAX_LENGTH:,})" if length > MAX_LENGTH else None)
         return super().call_binop(context, operator, left, right)
+
+    def joined(self, pieces: tuple[Any, ...], escaping: bool) -> str:
+        """`a ~ b ~ ...` joined as Jinja joins it, unless its text would pass MAX_LENGTH."""
+        length = sum(len(piece if isinstance(piece, str) else str(piece)) for piece in pieces)
+        if length > MAX_LENGTH:
+            raise SecurityError(f"joining {len(pieces)} pieces of {length:,} characters with ~ (at most {MAX_LENGTH:,})")
+        return markup_join(pieces) if escaping else str_join(pieces)
 
     def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - Jinja's signature
         _refuse(_padding(__obj, args, kwargs))
