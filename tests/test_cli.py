@@ -80,3 +80,42 @@ def test_exit_codes_and_help_are_click_s(tmp_path: Path):
         "prices",
         "serve",
     ]
+
+
+@pytest.fixture
+def loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project copy as the working folder, with `loop`, a symbolic link to a link back to it."""
+    copy_project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "loop").symlink_to("back")
+    (tmp_path / "back").symlink_to("loop")
+    return tmp_path
+
+
+LOOP = "cannot read: Too many levels of symbolic links"
+
+
+@pytest.mark.parametrize(
+    "args, lines",
+    [
+        (["build", "--prices", "loop"], [f"loop: {LOOP}"]),
+        (["--project", "loop", "build"], [f"loop: {LOOP}"]),
+        (["--project", "loop", "check"], [f"loop: {LOOP}"]),
+        (["check", "--catalogs", "loop", "--content", "back"], [f"loop: {LOOP}", f"back: {LOOP}"]),
+        (["build", "--prices", "catalogs/prices"], ["catalogs/prices: not a regular file"]),
+        (["serve", "--prices", "catalogs/prices"], ["catalogs/prices: not a regular file"]),
+        (["serve", "--port", "99999"], ["--port: expected a port number from 0 to 65535, got 99999"]),
+    ],
+)
+def test_paths_and_a_port_that_cannot_be_used_are_messages_with_exit_code_1(loop, args, lines):
+    done = CliRunner().invoke(main, args)
+    assert (done.exit_code, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [*lines, f"{len(lines)} problem{'s' if len(lines) > 1 else ''} found; nothing was written."]
+    assert not (loop / "site").exists()
+
+
+def test_a_templates_folder_that_is_a_loop_is_named_as_the_project_s(loop):
+    shutil.rmtree(loop / "templates")
+    (loop / "templates").symlink_to("templates")
+    done = CliRunner().invoke(main, ["check"])
+    assert (done.exit_code, done.stderr) == (1, f"templates: {LOOP}\n1 problem found; nothing was written.\n")

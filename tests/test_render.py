@@ -7,12 +7,15 @@ from datetime import UTC, datetime
 import jinja2
 import pytest
 from babel.messages.pofile import read_po
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpumem.cli.main import main
 from gpumem.pages.render import Formats, gettext_functions, load_translations
 
-from .project import REPO
+from .conftest import edit, line_of
+from .project import REPO, copy_project
 
 MOMENT = datetime(2026, 10, 31, 16, 52, tzinfo=UTC)
 
@@ -205,3 +208,35 @@ def test_html_blocks_a_placeholder_writes_are_kept_as_written_around_the_markdow
         '<p>After <div data-gpumem-held="9"></div> it <table><tr><td>*a*</td></tr></table>.</p>'
     )
     assert content.faq == ((Markup("Q"), Markup("<p>A</p>\n<table><tr><td>*a*</td></tr></table>")),)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A whole project folder, as the working folder, to break its layouts."""
+    copy_project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("args", [["check"], ["build", "--jobs", "1"], ["build", "--jobs", "2"]])
+def test_a_layout_that_does_not_parse_is_one_message_at_its_line(project, args):
+    edit(project / "templates/base.html", "{% block title %}", "{% if %}{% block title %}")
+    line = line_of(project / "templates/base.html", "{% if %}")
+    done = CliRunner().invoke(main, ["--project", str(project), *args])
+    assert (done.exit_code, done.stdout) == (1, "")
+    assert (
+        done.stderr
+        == f"templates/base.html:{line}: template: Expected an expression, got 'end of statement block'\n1 problem found; nothing was written.\n"
+    )
+
+
+@pytest.mark.parametrize("args", [["check"], ["build", "--jobs", "2"]])
+def test_a_layout_that_is_a_folder_is_named(project, args):
+    (project / "templates/_stamp.html").unlink()
+    (project / "templates/_stamp.html").mkdir()
+    done = CliRunner().invoke(main, ["--project", str(project), *args])
+    assert (done.exit_code, done.stdout, done.stderr) == (
+        1,
+        "",
+        "templates/_stamp.html: a folder, not a template\n1 problem found; nothing was written.\n",
+    )

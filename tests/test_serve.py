@@ -6,18 +6,23 @@ from __future__ import annotations
 import json
 import queue
 import re
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from gpumem.commands import serve
 from gpumem.commands.watch import Sources
+from gpumem.errors import BuildError
 
 from .conftest import edit, line_of, options_for
 from .project import REPO
@@ -34,12 +39,11 @@ def fetch(url: str) -> str:
 class Server:
     """`gpumem serve` in a subprocess, its stdout read line by line and its stderr from a file."""
 
-    def __init__(self, inputs: Path) -> None:
+    def __init__(self, inputs: Path, program: tuple[str, str] = ("-m", "gpumem.cli.main")) -> None:
         command = [
             sys.executable,
             "-u",
-            "-m",
-            "gpumem.cli.main",
+            *program,
             "--project",
             str(REPO),
             "serve",
@@ -82,13 +86,12 @@ class Server:
 def test_serve_rebuilds_when_content_changes_and_outlives_bad_input(inputs):
     server = Server(inputs)
     try:
-        first = server.line()
-        assert first.startswith("rebuilt: 348 written, 0 removed in ")
-        serving = server.line()
+        serving = server.line()  # listening before the first build
         assert serving.startswith("serving ") and " on http://127.0.0.1:" in serving
         preview = Path(serving.removeprefix("serving ").split(" on ")[0])
         assert preview.name == "site" and preview.parent.name.startswith("gpumem-preview-") and preview.is_dir()
         assert server.line() == "watching the sources (inotify); open pages reload after each build\n"
+        assert server.line().startswith("rebuilt: 348 written, 0 removed in ")
         base = serving.split(" on ")[1].split(" ")[0]
         assert "Three questions come up" in fetch(base + "en/")
         home = inputs / "content/en/home.md"
@@ -99,6 +102,15 @@ def test_serve_rebuilds_when_content_changes_and_outlives_bad_input(inputs):
             f"content/en/home.md:{line}: template: expected token 'end of print statement', got 'come'\n1 problem found; nothing was written.\n"
         )
         assert "Three questions come up" in fetch(base + "en/")  # still serving the last good build
+
+        edit(home, "Three {{ questions come up", "Three {{ 7**(7**10) }} questions come up")  # issue 21: it hung the preview
+        assert server.new_errors("written.\n") == (
+            f"content/en/home.md:{line}: template: not allowed in content: 7 ** 282475249 would have about 238,719,279 digits (at most 1,000)\n"
+            "1 problem found; nothing was written.\n"
+        )
+        assert "Three questions come up" in fetch(base + "en/")
+        edit(home, "Three {{ 7**(7**10) }} questions come up", "Three {{ questions come up")
+        assert server.new_errors("written.\n").startswith(f"content/en/home.md:{line}: template: expected token 'end of print statement'")
 
         (inputs / "catalogs/gpus.yaml").rename(inputs / "gpus.yaml")  # a catalog file gone
         assert (
@@ -271,9 +283,9 @@ def test_served_pages_carry_the_reload_script_and_the_files_do_not(tmp_path):
 def test_an_open_page_reloads_after_a_save_and_shows_a_failed_build(inputs, page: Page):
     server = Server(inputs)
     try:
-        assert server.line().startswith("rebuilt: 348 written")
         base = server.line().split(" on ")[1].split(" ")[0]
         server.line()
+        assert server.line().startswith("rebuilt: 348 written")
         page.goto(base + "en/")
         expect(page.locator("main")).to_contain_text("Three questions come up")
         page.wait_for_function("document.readyState === 'complete'")
@@ -304,3 +316,58 @@ def test_an_open_page_reloads_after_a_save_and_shows_a_failed_build(inputs, page
         print(f"reloaded {statistics.median(delays):.3f} s after a save (median of 5: {', '.join(f'{d:.3f}' for d in delays)})")
     finally:
         server.stop()
+
+
+def test_a_port_in_use_stops_the_preview_at_once_before_any_build(inputs, monkeypatch, tmp_path):
+    monkeypatch.setattr(serve, "build", lambda *args, **kwargs: pytest.fail("built"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(BuildError) as raised:
+            serve.serve(options_for(inputs), port)
+    assert raised.value.lines == [f"127.0.0.1:{port}: cannot serve the preview here: Address already in use"]
+    assert not list(tmp_path.glob("gpumem-preview-*"))  # its folder went too
+
+
+@pytest.mark.parametrize("preview", [serve.Preview(), None])
+def test_a_null_byte_in_a_path_is_a_bad_request(tmp_path, preview):
+    (tmp_path / "en").mkdir()
+    (tmp_path / "en/index.html").write_text("<p>hi</p>")
+    server = serve.http_server(tmp_path, 0, preview)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        for path in ("en/%00", "en/index.html%00", "%00/"):
+            with pytest.raises(urllib.error.HTTPError) as raised:
+                fetch(base + path)
+            assert (raised.value.code, raised.value.reason) == (400, "A null byte in the path")
+        assert fetch(base + "en/").startswith("<p>hi</p>")  # the server goes on
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# `gpumem serve` whose build never ends (a test double, in the subprocess only).
+ENDLESS_BUILD = "import sys, threading; from gpumem.commands import serve; serve.build = lambda *a, **k: threading.Event().wait(); from gpumem.cli.main import main; main()"
+
+
+def test_the_preview_answers_while_a_build_runs_and_ends_on_sigterm(inputs):
+    server = Server(inputs, ("-c", ENDLESS_BUILD))
+    try:
+        serving = server.line()
+        preview = Path(serving.removeprefix("serving ").split(" on ")[0])
+        base = serving.split(" on ")[1].split(" ")[0]
+        assert server.line() == "watching the sources (inotify); open pages reload after each build\n"
+        with urllib.request.urlopen(base + "__gpumem/events", timeout=10) as events:
+            assert events.readline() == b'data: {"generation": 0, "error": null}\n'  # no build has ended
+        with urllib.request.urlopen(base, timeout=10) as listing:
+            assert listing.status == 200
+        server.stop()  # SIGTERM, and a hang guard of WAIT seconds, not a time limit
+        assert server.process.returncode == 0
+    finally:
+        server.process.kill()
+        server.process.wait()
+    assert server.lines.empty()
+    assert not preview.parent.exists()

@@ -4,6 +4,7 @@ leaves a whole site that the next build takes over."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -261,6 +262,23 @@ def test_a_second_build_stops_at_once_naming_the_first(tmp_path):
     assert raised.value.message.endswith("\n" + NOTHING)
     assert files_under(out) == SITE
     assert publish(out, NEW).written == 2  # the lock went with its holder
+
+
+def test_a_full_disk_at_the_lock_is_a_message_and_leaves_the_site(tmp_path, monkeypatch):
+    """No space left to write the holder's pid (an injected ENOSPC, not a real full disk)."""
+    out = tmp_path / "site"
+    publish(out, SITE)
+
+    def no_space(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patched, pytest.raises(BuildError) as raised:
+        patched.setattr(os, "write", no_space)
+        publish(out, NEW)
+    assert raised.value.lines == [f"{out}: cannot write the lock {tmp_path}/.site.gpumem/lock: No space left on device"]
+    assert raised.value.message.endswith("\n" + NOTHING)
+    assert files_under(out) == SITE
+    assert publish(out, NEW).written == 2  # the lock was released
 
 
 def test_a_write_that_fails_leaves_the_live_site_and_the_next_build_reuses_its_folder(tmp_path):

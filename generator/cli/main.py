@@ -48,9 +48,38 @@ def build_options(command):  # noqa: ANN001, ANN201 - a click decorator
 def options_from(
     catalogs: Path | None, content: Path | None, prices: Path | None, strict: bool, out: Path | None = None, **rest: Any
 ) -> Options:
-    """Options for the project folder the group was given, with any folder pointed elsewhere."""
+    """Options for the project folder the group was given, with any folder pointed elsewhere; a
+    BuildError naming each of the paths that cannot be looked up (paths_problems)."""
     project = click.get_current_context().find_root().params.get("project")
-    return project_options(project, catalogs=catalogs, content=content, prices=prices, strict=strict, out=out, **rest)
+    options = project_options(project, catalogs=catalogs, content=content, prices=prices, strict=strict, out=out, **rest)
+    given = {"catalogs": catalogs, "content": content, "host": rest.get("host")}
+    shown = {role: str(given.get(role) or Path(project or "") / path.name) for role, path in options.sources.items()}
+    problems = paths_problems(project, {path: shown[role] for role, path in options.sources.items()}, prices)
+    if problems:
+        raise BuildError(problems)
+    return options
+
+
+def paths_problems(project: Path | None, sources: dict[Path, str], prices: Path | None) -> list[str]:
+    """What stops the inputs' paths from being looked up (a loop of symbolic links, say) or a snapshot
+    that is a folder, each as `path: message`; a path that does not exist is left to its reader."""
+    if project is not None and (problem := lookup_problem(project)):
+        return [f"{project}: {problem}"]  # the folders inside it cannot be looked up either
+    problems = [f"{shown}: {problem}" for path, shown in sources.items() if (problem := lookup_problem(path))]
+    if prices is not None and (problem := lookup_problem(prices) or ("not a regular file" if prices.is_dir() else "")):
+        problems.append(f"{prices}: {problem}")
+    return problems
+
+
+def lookup_problem(path: Path) -> str:
+    """Why `path` cannot be looked up ("cannot read: Too many levels of symbolic links"), or "" when it can or is missing."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return ""
+    except OSError as error:
+        return f"cannot read: {error.strerror}"
+    return ""
 
 
 def built(options: Options) -> BuildResult:
@@ -279,12 +308,14 @@ def models_add(config: Path, model_id: str | None, name: str | None, source: str
 
 @main.command("serve")
 @source_options
-@click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--port", type=int, default=8000, show_default=True, help="Port on 127.0.0.1 (0: any free one).")
 def serve_command(port: int, **options: Any) -> None:
     """Preview the site on 127.0.0.1, rebuilding when a source file changes.
 
     The preview is built in a temporary folder of its own (removed at exit), never in site/.
     """
+    if not 0 <= port <= 65535:
+        raise BuildError([f"--port: expected a port number from 0 to 65535, got {port}"])
     from gpumem.commands.serve import serve
 
     serve(options_from(**options), port)

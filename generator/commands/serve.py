@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import http
 import http.server
 import json
 import shutil
@@ -45,6 +46,10 @@ o.style.cssText="position:fixed;left:0;right:0;bottom:0;max-height:50vh;overflow
 document.body.appendChild(o)}o.textContent=d.error}})();</script>
 """
 KEEP_ALIVE = 15.0  # seconds between comments on an idle event stream, to notice closed tabs
+# The main thread wakes this often: a signal the system delivered to another thread (a build's, say)
+# has its handler run in the main thread only when it runs Python code.
+WAKE = 0.1
+ENDING = 1.0  # seconds a build under way is given to end when the preview stops (a rebuild takes well under one)
 
 
 class Preview:
@@ -130,14 +135,26 @@ def inject(page: bytes, generation: int) -> bytes:
     return page + script if at < 0 else page[:at] + script + page[at:]
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
+class FolderHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves a folder; a path with a null byte (/en/%00), which no file has, is a bad request."""
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        if "\x00" in urllib.parse.unquote(urllib.parse.urlsplit(self.path).path):
+            self.send_error(http.HTTPStatus.BAD_REQUEST, "A null byte in the path")
+            return False
+        return True
+
+
+class QuietHandler(FolderHandler):
     """Serves files without logging every request."""
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
         pass
 
 
-class PreviewHandler(http.server.SimpleHTTPRequestHandler):
+class PreviewHandler(FolderHandler):
     """Serves the preview folder, its pages with the reload script, and the event stream."""
 
     def __init__(self, *args: object, preview: Preview, **kwargs: object) -> None:
@@ -185,13 +202,17 @@ class PreviewHandler(http.server.SimpleHTTPRequestHandler):
 
 
 def http_server(folder: Path, port: int = 0, preview: Preview | None = None) -> http.server.ThreadingHTTPServer:
-    """An HTTP server for a folder on 127.0.0.1 (port 0: any free port); quiet unless it is the preview."""
+    """An HTTP server for a folder on 127.0.0.1 (port 0: any free port); quiet unless it is the preview.
+    A port that cannot be listened on (taken, say) is a BuildError."""
     handler: Callable[..., http.server.SimpleHTTPRequestHandler]
     if preview is None:
         handler = functools.partial(QuietHandler, directory=str(folder))
     else:
         handler = functools.partial(PreviewHandler, directory=str(folder), preview=preview)
-    return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    try:
+        return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as error:
+        raise BuildError([f"127.0.0.1:{port}: cannot serve the preview here: {error.strerror}"]) from None
 
 
 @contextlib.contextmanager
@@ -210,34 +231,48 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # SIGTERM stops the preview as Ctrl+C does, cleaning up
 
 
-def serve(options: Options, port: int) -> None:
-    """Build into a temporary folder, serve it until interrupted, then remove it.
+def build_and_watch(options: Options, sources: Sources, stop: threading.Event, preview: Preview, session: Session) -> None:
+    """The preview's first build, then a rebuild at each change until stop is set."""
+    rebuild(options, preview, session)
+    watch(options, sources, stop, preview, session)
 
-    options.out is not used: the preview has its own folder, so `gpumem build` can run meanwhile.
+
+def serve(options: Options, port: int) -> None:
+    """Listen on the port (or stop at once), then build into a temporary folder and serve it until
+    interrupted, then remove it.
+
+    Builds run in a thread of their own and requests in others, so the preview answers while a build
+    runs or fails, and the main thread only waits for Ctrl+C or SIGTERM. options.out is not used: the
+    preview has its own folder, so `gpumem build` can run meanwhile.
     """
     scratch = Path(tempfile.mkdtemp(prefix="gpumem-preview-"))
     preview_folder = scratch / "site"
     preview_folder.mkdir()
     options = dataclasses.replace(options, out=preview_folder)
     preview, stop, session = Preview(), threading.Event(), Session()
+    try:
+        server = http_server(preview_folder, port, preview)
+    except BuildError:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     sources = Sources(source_paths(options))  # watching from before the first build: no save is missed
-    watcher = threading.Thread(target=watch, args=(options, sources, stop, preview, session), daemon=True)
+    builder = threading.Thread(target=build_and_watch, args=(options, sources, stop, preview, session), daemon=True)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        rebuild(options, preview, session)
-        watcher.start()
-        with http_server(preview_folder, port, preview) as server:
-            click.echo(f"serving {preview_folder} on http://127.0.0.1:{server.server_address[1]}/ (Ctrl+C to stop)")
-            click.echo(f"watching the sources ({sources.kind}); open pages reload after each build")
-            with contextlib.suppress(KeyboardInterrupt):
-                server.serve_forever()
+        click.echo(f"serving {preview_folder} on http://127.0.0.1:{server.server_address[1]}/ (Ctrl+C to stop)")
+        click.echo(f"watching the sources ({sources.kind}); open pages reload after each build")
+        builder.start()
+        while not stop.wait(WAKE):  # until Ctrl+C or SIGTERM raises KeyboardInterrupt here
+            pass
     except KeyboardInterrupt:
         pass
     finally:
         stop.set()
         preview.close()
-        if watcher.is_alive():
-            watcher.join(timeout=30)  # let a rebuild under way end before its folder goes
+        server.shutdown()
+        server.server_close()
+        builder.join(timeout=ENDING)  # a rebuild under way may end before its folder goes, if it ends soon
         sources.close()
         shutil.rmtree(scratch, ignore_errors=True)
         signal.signal(signal.SIGTERM, previous)

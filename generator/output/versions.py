@@ -155,8 +155,12 @@ class Output:
             os.close(fd)
             who = f"another gpumem build (pid {holder})" if holder.isdigit() else "another gpumem build"
             raise BuildError([f"{self.label}: {who} is writing this folder; try again when it ends"])
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError as error:  # a full disk (ENOSPC), say: the lock is released with the file
+            os.close(fd)
+            raise BuildError([f"{self.label}: cannot write the lock {self.hidden / 'lock'}: {error.strerror}"]) from None
         self._fd = fd
         try:
             checkpoint("locked")

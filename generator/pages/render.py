@@ -6,6 +6,7 @@ through gettext catalogs; never computes memory.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import gettext
@@ -14,7 +15,7 @@ import json
 import math
 import re
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -33,12 +34,14 @@ from babel.numbers import format_currency, format_percent, get_currency_precisio
 from markdown.extensions.toc import TocExtension
 from markupsafe import Markup, escape
 
+from gpumem.catalog.inputs import label
 from gpumem.catalog.load import ContentPage, parsed_messages
 from gpumem.errors import BuildError
 from gpumem.pages import charts
 from gpumem.pages.bytecode import SealedBytecodeCache
 from gpumem.pages.rows import escape as safe_text
 from gpumem.pages.rows import table_rows
+from gpumem.pages.sandbox import ContentSandbox, RenderTimeout
 
 
 class FailingUndefined(jinja2.StrictUndefined):
@@ -314,9 +317,12 @@ class Renderer:
         languages: Iterable[str],
         cache: Path | None = None,
         messages: dict[str, bytes] | None = None,
+        content_seconds: float | None = None,
     ) -> None:
-        """`messages`: the languages' .mo bytes when compiled already (compile_translations)."""
+        """`messages`: the languages' .mo bytes when compiled already (compile_translations);
+        `content_seconds`: the longest one content file may take to render (sandbox.SECONDS)."""
         # Compiled templates (layouts and content) are kept between builds, keyed on their bytes, sealed.
+        self.templates = templates_dir
         self.compiled = SealedBytecodeCache(cache) if cache is not None else None
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(templates_dir),
@@ -337,9 +343,10 @@ class Renderer:
         self.env.filters["script_json"] = script_json
         self.env.globals["part_width"] = lambda part, total: f"{100 * part / total:.2f}%"
         # Content Markdown is written by people, not programmers: its templates run sandboxed (no
-        # attribute starting with "_", no unsafe callable), with no loader (nothing to include)
-        # and only the names in CONTENT_NAMES.
-        self.content_env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+        # attribute starting with "_", no unsafe callable), with no loader (nothing to include),
+        # only the names in CONTENT_NAMES, and bounds on what it computes and for how long.
+        self.content_env = ContentSandbox(
+            seconds=content_seconds,
             loader=jinja2.DictLoader({}),
             autoescape=True,
             trim_blocks=True,
@@ -350,6 +357,7 @@ class Renderer:
         )
         self._held: list[str] | None = None  # the blocks held out of the content page being filled
         self.content_env.filters.update(self.env.filters)
+        self.content_env.bound_filters()
         messages = messages or {}
         self.strings = {lang: gettext_functions(load_translations(translations_dir, lang, messages.get(lang))) for lang in languages}
         # The extension itself, not its name: a name is looked up among the installed packages'
@@ -358,7 +366,21 @@ class Renderer:
         self._contexts: dict[tuple[str, str], dict[str, Any]] = {}
 
     def render(self, template: str, context: dict[str, Any]) -> str:
-        return self.env.get_template(template).render(context)
+        with self._layout_errors():
+            return self.env.get_template(template).render(context)
+
+    @contextlib.contextmanager
+    def _layout_errors(self) -> Iterator[None]:
+        """A layout that cannot be read or parsed (the one asked for, or one it extends or includes) as a BuildError."""
+        try:
+            yield
+        except jinja2.TemplateSyntaxError as error:
+            raise BuildError([f"{label(Path(error.filename or self.templates))}:{error.lineno}: template: {error.message}"]) from None
+        except jinja2.TemplateNotFound as error:
+            path = self.templates / str(error.name)
+            raise BuildError([f"{label(path)}: {'a folder, not a template' if path.is_dir() else 'no such template'}"]) from None
+        except OSError as error:
+            raise BuildError([f"{label(Path(str(error.filename)))}: cannot read: {error.strerror}"]) from None
 
     def language_context(self, lang: str, currency: str) -> dict[str, Any]:
         """Formats and strings of one language, made once and shared by its pages."""
@@ -377,8 +399,9 @@ class Renderer:
 
     def compile_all(self) -> None:
         """Every layout compiled (or read from the cache)."""
-        for name in self.env.list_templates(filter_func=lambda name: not name.startswith("static/")):
-            self.env.get_template(name)
+        with self._layout_errors():
+            for name in self.env.list_templates(filter_func=lambda name: not name.startswith("static/")):
+                self.env.get_template(name)
 
     def content(self, page: ContentPage, context: dict[str, Any]) -> Content:
         """Fill a Markdown page's placeholders with the build's figures, then convert it.
@@ -392,7 +415,8 @@ class Renderer:
             pieces += [(item.line_of("q"), item["q"]), (item.line_of("a"), item["a"])]
         pieces.append((page.body_line, page.body))
         names = {name: context[name] for name in CONTENT_NAMES if name in context}
-        names["m"] = self.env.get_template("_macros.html").make_module(context)
+        with self._layout_errors():
+            names["m"] = self.env.get_template("_macros.html").make_module(context)
         held: list[str] = []
         filled = [text.strip("\n") for text in self._fill(page, pieces, names, held)]
         title, description, *faq, body = filled
@@ -422,7 +446,9 @@ class Renderer:
         env = self.content_env
         if self.compiled is None:
             return env.compile(source, name=path, filename=path)
-        bucket = self.compiled.get_bucket(env, f"content-held:{path}", path, source)  # not a layout's name; compiled with _hold
+        bucket = self.compiled.get_bucket(
+            env, f"content:{env.compiled_as}:held:{path}", path, source
+        )  # not a layout's name; compiled with _hold
         if bucket.code is None:
             bucket.code = env.compile(source, name=path, filename=path)
             self.compiled.set_bucket(bucket)
@@ -446,11 +472,13 @@ class Renderer:
         try:
             code = self._compiled_content("".join(source), page.path)
             self._held = held
-            rendered = env.template_class.from_code(env, code, env.globals).render(names)
+            rendered = env.render_file(code, names, page.path)
         except jinja2.TemplateSyntaxError as error:
             raise BuildError([f"{page.path}:{error.lineno}: template: {error.message}"]) from None
         except Exception as error:  # noqa: BLE001 - whatever a placeholder does wrong is the content's problem
             frames = [f.lineno for f in traceback.extract_tb(error.__traceback__) if f.filename == page.path]
+            if isinstance(error, RenderTimeout):
+                frames = [error.line] if error.line else []
             where = f"{page.path}:{frames[-1]}" if frames else page.path
             raise BuildError([f"{where}: template: {_explain(error)}"]) from None
         finally:
@@ -484,7 +512,7 @@ def _explain(error: Exception) -> str:
     """An error raised by a placeholder, in words: the message, or the kind of error when it has none."""
     if isinstance(error, jinja2.TemplateNotFound):
         return f"content cannot include or import other templates ({error.name!r})"
-    if isinstance(error, FormatError):
+    if isinstance(error, FormatError | RenderTimeout):
         return str(error)
     if isinstance(error, jinja2.sandbox.SecurityError):
         return f"not allowed in content: {error}"
