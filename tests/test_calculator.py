@@ -20,7 +20,7 @@ from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT
 from gpumem.figures import calculator as compute_calculator
 from gpumem.figures import calculator_data as compute_calculator_data
 from gpumem.figures import shared
-from gpumem.pages.render import Formats
+from gpumem.pages.formats import Formats
 from gpumem.records.catalog import Architecture, Attention, Experts, Model
 
 from .javascript import Scripts
@@ -492,7 +492,7 @@ def test_bad_input_message_in_the_page_language(page: Page, site_url: str):
 
 @pytest.mark.parametrize("lang", list(URLS))
 def test_numbers_are_formatted_like_the_babel_tables(page: Page, site_url: str, lang: str):
-    from gpumem.pages.render import gettext_functions, load_translations
+    from gpumem.pages.formats import gettext_functions, load_translations
 
     unit = str(gettext_functions(load_translations(REPO / "translations", lang))["_"]("%(value)s GB")).replace("%(value)s", "").strip()
     assert unit == ("Go" if lang == "fr" else "GB")  # French writes gigaoctets

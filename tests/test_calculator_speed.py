@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from gpumem.engines import speed
 from gpumem.figures import calculator as compute_calculator
-from gpumem.pages.render import Formats
+from gpumem.pages.formats import Formats
 
 from .javascript import Scripts
 from .project import REPO, published

@@ -364,7 +364,7 @@ def french_typography(site: Path) -> list[str]:
 
 
 def test_french_pages_write_go_and_a_narrow_space_before_colons(built_site):
-    from gpumem.pages.render import Formats, gettext_functions, load_translations
+    from gpumem.pages.formats import Formats, gettext_functions, load_translations
 
     from .project import REPO
 

@@ -12,7 +12,7 @@ from markupsafe import Markup, escape
 from gpumem.catalog.links import links_in
 from gpumem.commands.build import gather
 from gpumem.figures.measured import rows, summaries
-from gpumem.pages.render import Formats
+from gpumem.pages.formats import Formats
 
 from .conftest import NOW
 from .project import CATALOGS, fixture_options

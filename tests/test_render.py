@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpumem.cli.main import main
-from gpumem.pages.render import Formats, gettext_functions, load_translations
+from gpumem.pages.formats import Formats, gettext_functions, load_translations
 
 from .conftest import edit, line_of
 from .project import REPO, copy_project

@@ -14,7 +14,7 @@ from markupsafe import Markup
 from gpumem.engines.sizing import Choice, Configuration
 from gpumem.figures.subjects import GpuFit, GpuModelRow, GpuPage
 from gpumem.pages.compile_ahead import CompilingAhead
-from gpumem.pages.render import Formats, gettext_functions
+from gpumem.pages.formats import Formats, gettext_functions
 from gpumem.pages.rows import Rows
 from gpumem.records.catalog import Architecture, FormFactor, Gpu, Link, Marketplace, Model
 

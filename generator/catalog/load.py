@@ -157,7 +157,7 @@ def read_yaml(path: Path, label: str, problems: Problems) -> Any:
 @functools.lru_cache(maxsize=16)
 def parsed_messages(text: str, locale: str) -> Catalog:
     """A .po file's text read by Babel, remembered: a build checks each language's file, then compiles
-    the same text (render.compile_translations), and reading it costs 10 ms a language. A catalog so
+    the same text (formats.compile_translations), and reading it costs 10 ms a language. A catalog so
     shared is only read (checked, written out as .mo), never changed."""
     return read_po(io.StringIO(text), locale=locale)
 

@@ -27,7 +27,7 @@ from gpumem.output.hosting import with_host_files
 from gpumem.output.tree import ancestors, checked_files, write_in_place
 from gpumem.output.versions import Output
 from gpumem.pages.compile_ahead import CompilingAhead
-from gpumem.pages.render import compile_translations
+from gpumem.pages.formats import compile_translations
 from gpumem.pages.routes import CONTENT_KEYS, ROUTE_KEYS, Page, plan_pages
 from gpumem.pages.site import Computed, content_label, own_files, render_site, site_rendering, subjects
 from gpumem.records.catalog import Catalog, Site

@@ -11,7 +11,7 @@ from gpumem.engines.sizing import Choice, Fit
 from gpumem.figures import shared
 from gpumem.figures.apis import usd_per_million
 from gpumem.figures.site import SiteFigures, site_figures
-from gpumem.pages.render import Formats
+from gpumem.pages.formats import Formats
 from gpumem.records.catalog import Catalog
 
 

@@ -57,7 +57,7 @@ class Computed:
     key: str
     catalog: Catalog
     figures: SiteFigures
-    messages: dict[str, bytes]  # by language, its .mo (render.compile_translations)
+    messages: dict[str, bytes]  # by language, its .mo (formats.compile_translations)
 
 
 @dataclass(frozen=True)
