@@ -113,6 +113,7 @@ def test_a_folder_named_like_a_snapshot_is_refused_by_build_and_check_alike(link
         assert raised.value.lines == expected
 
 
+@pytest.mark.slow  # a gpumem serve process, as in test_serve.py
 def test_gpumem_serve_rebuilds_on_a_save_below_linked_folders_and_serves_it(inputs, tmp_path):
     kept = tmp_path / "kept"
     kept.mkdir()
@@ -121,9 +122,9 @@ def test_gpumem_serve_rebuilds_on_a_save_below_linked_folders_and_serves_it(inpu
         (inputs / name).symlink_to(kept / Path(name).name, target_is_directory=True)
     server = Server(inputs)
     try:
-        assert server.line().startswith("rebuilt: 348 written, 0 removed in ")
-        base = server.line().split(" on ")[1].split(" ")[0]
+        base = server.line().split(" on ")[1].split(" ")[0]  # listening before the first build
         assert server.line() == "watching the sources (inotify); open pages reload after each build\n"
+        assert server.line().startswith("rebuilt: 348 written, 0 removed in ")
         edit(kept / "de/home.md", "\ntitle: ", "\ntitle: Die ")
         assert server.line().startswith("rebuilt: 1 written, 0 removed in ")
         assert "<title>Die " in fetch(base + "de/")
