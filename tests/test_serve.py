@@ -83,7 +83,7 @@ def test_serve_rebuilds_when_content_changes_and_outlives_bad_input(inputs):
     server = Server(inputs)
     try:
         first = server.line()
-        assert first.startswith("rebuilt: 348 written, 0 removed in ")
+        assert first.startswith("rebuilt: 377 written, 0 removed in ")
         serving = server.line()
         assert serving.startswith("serving ") and " on http://127.0.0.1:" in serving
         preview = Path(serving.removeprefix("serving ").split(" on ")[0])
@@ -171,7 +171,7 @@ def test_the_watcher_outlives_an_unexpected_error_and_rebuilds_on_the_next_save(
         )
         assert watcher.is_alive()
         edit(inputs / "content/en/home.md", "Three other questions", "Three more questions")
-        wait_for("rebuilt: 348 written, 0 removed in ")
+        wait_for("rebuilt: 377 written, 0 removed in ")
         assert "Three more questions" in (inputs / "preview/en/index.html").read_text()
         assert (preview.generation, preview.error) == (2, None)
     finally:
@@ -271,7 +271,7 @@ def test_served_pages_carry_the_reload_script_and_the_files_do_not(tmp_path):
 def test_an_open_page_reloads_after_a_save_and_shows_a_failed_build(inputs, page: Page):
     server = Server(inputs)
     try:
-        assert server.line().startswith("rebuilt: 348 written")
+        assert server.line().startswith("rebuilt: 377 written")
         base = server.line().split(" on ")[1].split(" ")[0]
         server.line()
         page.goto(base + "en/")

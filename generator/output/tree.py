@@ -67,10 +67,11 @@ def foreign(found: Stats, listed: Iterable[str]) -> list[str]:
     """The top-most entries that are neither a listed file nor a folder of listed files."""
     files = set(listed)
     folders = ancestors(files)
+    parents = folders | {""}  # once: joined per entry, it cost entries x folders (5 s at 10,000 pages)
     return sorted(
         relative
         for relative, info in found.items()
-        if relative.rpartition("/")[0] in folders | {""}
+        if relative.rpartition("/")[0] in parents
         and not (relative in files and stat.S_ISREG(info.st_mode))
         and not (relative in folders and stat.S_ISDIR(info.st_mode))
     )
