@@ -1,6 +1,6 @@
 """Speed and weight of the build and its pages, against the product's budgets.
 
-Usage: .venv/bin/python -m benchmarks.bench [--runs 5] [--no-browser]
+Usage: .venv/bin/python -m benchmarks.bench [--runs 5] [--no-browser] [--scale]
 
 Every time is a whole command as a user runs it (interpreter start included), median of --runs,
 on a copy of the project's catalogs and content in a temporary folder, so no change touches
@@ -17,8 +17,10 @@ system, the renderers it forked included), steadier than wall time on a shared m
 load average when it ran. When Hugo is installed (Debian's `hugo`), a synthetic Hugo site of 300
 simple pages is built in the same run and the ratio printed. Then the pages' weights, the
 calculator's recompute time, and (reactions.py) how soon an open page in Chromium shows a save and
-how fast 400 snapshots are ordered. Prints every figure and whether each budget is met; exits 1
-when one is not.
+how fast 400 snapshots are ordered. With --scale, the catalog at 1, 10 and 70 times its size
+(1,960 models, about 10,000 pages) is built cold (at most 3 runs each, medians), each with its peak
+memory (the build and the renderer it forked) and cost per page, and the calculator page weighed at
+70 times. Prints every figure and whether each budget is met; exits 1 when one is not.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ import functools
 import gzip
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -36,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.preview import preview_times
@@ -60,6 +62,8 @@ BUDGETS = {
     "calculator page with its JS and data (KB)": 100.0,
     "methodology page with its CSS (KB)": 100.0,
     "calculator JS and data (KB)": 60.0,
+    "calculator page with its JS and data, catalog x70 (KB)": 100.0,
+    "calculator JS and data, catalog x70 (KB)": 60.0,
     "calculator recompute (ms)": 5.0,
     "preview reload in Chromium after a save, median (s)": 0.3,
     "400 snapshots ordered, median (ms)": 100.0,
@@ -70,21 +74,39 @@ KB = 1000
 Timed = tuple[float, str, float, float]  # wall seconds, what the command printed, CPU seconds, load average
 
 
-def children_cpu() -> float:
-    """User + system seconds of this process's finished children (and theirs) so far."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+@dataclass(frozen=True)
+class Usage:
+    """One `gpumem build`: wall seconds, what it printed, CPU seconds, the load as it ended, peak memory."""
+
+    wall: float
+    said: str
+    cpu: float
+    load: float
+    peak_kb: int  # the largest resident set of the build and of the renderer it forked (their own wait4 figure)
+
+
+def build_usage(root: Path, out: Path, cache: Path) -> Usage:
+    """`gpumem build` as a user runs it, interpreter start included, with `cache` as its cache folder
+    (GPUMEM_CACHE): its times (the renderers it forked included) and its peak resident memory."""
+    command = [sys.executable, "-m", "gpumem", "--project", str(PROJECT), "build"]
+    command += ["--catalogs", str(root / "catalogs"), "--content", str(root / "content"), "--out", str(out)]
+    env = {**os.environ, "GPUMEM_CACHE": str(cache)}
+    started = time.perf_counter()
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env) as process:
+        said = process.stdout.read() if process.stdout else ""
+        _, status, usage = os.wait4(process.pid, 0)  # the child's own figures, its waited-for renderers' included
+        process.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, command, said)
+    return Usage(wall, said.strip(), usage.ru_utime + usage.ru_stime, os.getloadavg()[0], usage.ru_maxrss)
 
 
 def command_seconds(root: Path, out: Path, cache: Path) -> Timed:
-    """Wall-clock seconds of `gpumem build` as a user runs it, interpreter start included, with
-    `cache` as its cache folder (GPUMEM_CACHE), what it printed, its CPU seconds (the renderers it
-    forked included) and the 1-minute load average as it ended."""
-    command = [sys.executable, "-m", "gpumem", "--project", str(PROJECT), "build"]
-    command += ["--catalogs", str(root / "catalogs"), "--content", str(root / "content"), "--out", str(out)]
-    cpu, started = children_cpu(), time.perf_counter()
-    done = subprocess.run(command, check=True, capture_output=True, text=True, env={**os.environ, "GPUMEM_CACHE": str(cache)})
-    return time.perf_counter() - started, done.stdout.strip(), children_cpu() - cpu, os.getloadavg()[0]
+    """Wall-clock seconds of `gpumem build` (build_usage), what it printed, its CPU seconds and the
+    1-minute load average as it ended."""
+    used = build_usage(root, out, cache)
+    return used.wall, used.said, used.cpu, used.load
 
 
 def remove_output(out: Path) -> None:
@@ -212,6 +234,7 @@ def recompute_ms(site: Path) -> float:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
         page = browser.new_page()
         page.goto(f"{origin}/en/calculator/?model=llama-3.1-70b")
+        page.wait_for_function("!document.getElementById('calc-results').hasAttribute('aria-busy')")  # its preset came
         runs = [page.evaluate(script) for _ in range(5)]
         browser.close()
     return statistics.median(runs)
@@ -304,6 +327,7 @@ def page_weights(site: Path, results: dict[str, float], browser: bool) -> None:
     results["calculator page with its JS and data (KB)"] = plain[next(k for k in plain if k.startswith("calculator"))] / KB
     calculator = table[next(k for k in table if k.startswith("calculator"))]
     results["calculator JS and data (KB)"] = (calculator["JS"][0] + calculator["JSON (inline)"][0]) / KB
+    print(f"  calculator, {preset_weights(site)}")
     if browser:
         results["calculator recompute (ms)"] = recompute_ms(site)
         print(f"\ncalculator recompute in Chromium: {results['calculator recompute (ms)']:.3f} ms (mean of 100 runs, median of 5 sets)")
@@ -313,10 +337,62 @@ def page_weights(site: Path, results: dict[str, float], browser: bool) -> None:
     print(f"a prices folder of 400 snapshots ordered in {results['400 snapshots ordered, median (ms)']:.1f} ms (median of 5)")
 
 
+SCALES = (1, 10, 70)  # the catalog's models repeated this many times: 28, 280 and 1,960 models
+
+
+def scale_cases(root: Path, runs: int, results: dict[str, float]) -> None:
+    """Cold builds of the catalog at each of SCALES (medians of `runs`), with peak memory and cost per page, then the
+    calculator page's weight at the largest: time and memory should grow with the pages, the calculator's weight not."""
+    print("\ncatalog scale, full build into an empty folder, empty cache:")
+    first: tuple[float, int] | None = None
+    for times in SCALES:
+        with tempfile.TemporaryDirectory() as scratch:
+            tree = Path(scratch)
+            for name in ("catalogs", "content"):
+                shutil.copytree(root / name, tree / name)
+            grow_catalog(tree, times)
+            used = [cold_usage(tree) for _ in range(runs)]
+            wall, cpu = statistics.median(u.wall for u in used), statistics.median(u.cpu for u in used)
+            peak = max(u.peak_kb for u in used) / 1024
+            pages = len(list((tree / "site").rglob("*.html")))
+            models = len(re.findall(r"^  - id: ", (tree / "catalogs/models.yaml").read_text(), re.M))
+            extra = f", {(wall - first[0]) / (pages - first[1]) * 1000:.2f} ms per extra page" if first else ""
+            label = f"catalog x{times} ({models:,} models)"
+            print(f"  {label}: {pages:,} pages, {timing(wall, cpu, [u.load for u in used])}, peak RSS {peak:,.0f} MB")
+            print(f"    {wall / pages * 1000:.2f} ms and {peak * 1024 / pages:.0f} KB peak per page{extra}")
+            first = first or (wall, pages)
+            if times == SCALES[-1]:
+                calculator = weights(tree / "site")
+                parts = calculator[next(k for k in calculator if k.startswith("calculator"))]
+                results[f"calculator page with its JS and data, catalog x{times} (KB)"] = parts["total"][0] / KB
+                results[f"calculator JS and data, catalog x{times} (KB)"] = (parts["JS"][0] + parts["JSON (inline)"][0]) / KB
+                fetched = preset_weights(tree / "site")
+                print(f"    {label}, calculator page: {parts['total'][0] / KB:.1f} KB with its JS and data; {fetched}")
+
+
+def cold_usage(tree: Path) -> Usage:
+    """A build of tree into an empty output with an empty cache (as cold), with its peak memory."""
+    remove_output(tree / "site")
+    shutil.rmtree(tree / "fresh-cache", ignore_errors=True)
+    return build_usage(tree, tree / "site", tree / "fresh-cache")
+
+
+def preset_weights(site: Path) -> str:
+    """What the calculator fetches on demand: the preset list (as the page starts) and the largest preset (when chosen)."""
+    listed = next(p for p in (site / "assets").glob("presets.*.json"))
+    files = [p.stat().st_size for p in (site / "assets" / listed.stem).iterdir()]
+    body = listed.read_bytes()
+    return (
+        f"fetched: the preset list {len(body) / KB:.1f} KB ({len(gzip.compress(body, 6)) / KB:.1f} KB gzipped), "
+        f"{len(files):,} preset files of at most {max(files):,} bytes"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--no-browser", action="store_true", help="Leave out the calculator's recompute time in Chromium.")
+    parser.add_argument("--scale", action="store_true", help="Also build the catalog at 1, 10 and 70 times its size (some 3 minutes).")
     args = parser.parse_args()
     results: dict[str, float] = {}
     # The package as installed (scripts/setup): its bytecode compiled, even where Python writes none.
@@ -347,6 +423,8 @@ def main() -> int:
             print(f"catalog x10 ({big_pages} pages), full build: {timing(wall, cpu, loads)}; {per_page * 1000:.2f} ms per extra page")
             preview(big, args.runs, ", catalog x10", results, ", catalog x10")
         page_weights(root / "site", results, not args.no_browser)
+        if args.scale:
+            scale_cases(root, min(args.runs, 3), results)
     print("\nbudgets:")
     failed = 0
     for name, limit in BUDGETS.items():

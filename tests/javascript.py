@@ -4,7 +4,9 @@ them) run in QuickJS, an embedded JavaScript engine, so the fast tier compares t
 At load time the scripts touch only `window` (they publish gpumemTraining, gpumemSpeed and gpumemCalculator on it)
 and `document.getElementById("calculator")`, which is null here, so calculator.js starts no form. The stub below
 gives them that, and the page's #calculator-data, so a test's JavaScript reads the build's JSON as it does in
-Chromium: the same snippets run in both (see evaluate). Hand-written: it is a dozen lines over the quickjs package.
+Chromium: the same snippets run in both (see evaluate). QuickJS has no fetch: every preset file the build published
+is handed to the script as a fetch would (gpumemCalculator.remember). Hand-written: it is a dozen lines over the
+quickjs package.
 """
 
 from __future__ import annotations
@@ -26,12 +28,25 @@ var document = {getElementById: function (id) { return id === "calculator-data" 
 """
 
 
+def fetch_presets(page: Any, ids: Any) -> None:
+    """In Chromium (a Playwright page), the preset files of these models fetched as the page fetches them, so the
+    scripts' engines know them as QuickJS does (Scripts)."""
+    page.evaluate("ids => Promise.all(ids.map(id => window.gpumemCalculator.loadPreset(id)))", sorted(set(ids)))
+
+
 def calculator_data(site: Path) -> str:
     """The English calculator page's #calculator-data, the text the browser gives the scripts."""
     page = (site / "en/calculator/index.html").read_text()
     found = re.search(r'<script type="application/json" id="calculator-data">(.*?)</script>', page, re.S)
     assert found is not None
     return found.group(1)  # a script element's text is not HTML-decoded
+
+
+def preset_folder(site: Path) -> Path:
+    """The folder of preset files a build published: assets/presets.<digest>/."""
+    found = [path for path in (site / "assets").glob("presets.*") if path.is_dir()]
+    assert len(found) == 1, found
+    return found[0]
 
 
 class Scripts:
@@ -43,6 +58,8 @@ class Scripts:
         self.context.eval(STUB)
         for name in SCRIPTS:
             self.context.eval(published(site, name).read_text())
+        for path in sorted(preset_folder(site).iterdir()):
+            self.context.eval(f"window.gpumemCalculator.remember({path.read_text()})")
 
     def evaluate(self, function: str, argument: Any = None) -> Any:
         """Call a JavaScript function's source with argument, as Playwright's page.evaluate does; the result

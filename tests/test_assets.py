@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -13,10 +14,12 @@ import quickjs
 
 from gpumem.commands.build import build
 from gpumem.errors import BuildError
+from gpumem.figures.calculator_data import PresetFiles
 from gpumem.options import project_options
-from gpumem.pages.assets import Assets, headers, minify_css, minify_script, publish, published_name
+from gpumem.pages.assets import Assets, folder_digest, headers, minify_css, minify_script, publish, published_name
 
 from .conftest import NOW, edit, line_of
+from .javascript import preset_folder
 from .project import REPO, copy_project, published
 
 
@@ -104,6 +107,24 @@ def test_the_published_files_are_the_minified_ones_under_their_digests(tmp_path:
     }
 
 
+def test_a_generated_folder_is_published_with_its_index_under_one_digest(tmp_path: Path):
+    (tmp_path / "app.js").write_text("go();\n")
+    folder = PresetFiles(b'[["a","A"]]', {"a.json": b'["a",1]', "b.json": b'["b",2]'})
+    digest = folder_digest(folder)
+    assert digest == hashlib.sha256(b'[["a","A"]]' + b'\x007\x00a.json\x00["a",1]' + b'\x007\x00b.json\x00["b",2]').hexdigest()[:10]
+    assets = publish(tmp_path, {"presets": folder})
+    assert assets.names == {"assets/app.js": published_name("assets/app.js", b"go()"), "assets/presets": f"assets/presets.{digest}"}
+    assert assets.files == {
+        assets.names["assets/app.js"]: b"go()",
+        f"assets/presets.{digest}.json": b'[["a","A"]]',
+        f"assets/presets.{digest}/a.json": b'["a",1]',
+        f"assets/presets.{digest}/b.json": b'["b",2]',
+    }
+    assert assets.url("assets/presets") == f"assets/presets.{digest}"
+    moved = PresetFiles(b'[["a","A"]]', {"a.json": b'["a",1]', "c.json": b'["b",2]'})  # the same bytes under another name
+    assert folder_digest(moved) != digest
+
+
 def test_a_script_the_minifier_cannot_read_fails_the_build_with_its_line_and_column(tmp_path: Path):
     (tmp_path / "broken.js").write_text("(function () {\n  var a = ;\n})();\n")
     (tmp_path / "fine.js").write_text("go();\n")
@@ -178,11 +199,14 @@ def test_the_built_site_has_its_headers_and_links_only_published_assets(built_si
     )
     sources = sorted(path.name for path in (REPO / "templates/static").iterdir())
     assets = sorted(path.name for path in (built_site / "assets").iterdir())
-    assert assets == sorted(published(built_site, name).name for name in sources)
-    linked = set()
+    presets = preset_folder(built_site).name  # the calculator's presets (test_calculator_presets.py): a folder and its list
+    assert assets == sorted([*(published(built_site, name).name for name in sources), presets, f"{presets}.json"])
+    linked, fetched = set(), set()
     for page in built_site.rglob("*.html"):
         linked.update(re.findall(r'(?:href|src)="/(assets/[^"]*)"', page.read_text()))
-    assert linked == {f"assets/{name}" for name in assets}
+        fetched.update(re.findall(r'data-presets="/(assets/[^"]*)"', page.read_text()))
+    assert linked == {f"assets/{name}" for name in assets if not name.startswith(presets)}
+    assert fetched == {f"assets/{presets}"}
 
 
 def test_the_built_scripts_and_styles_are_the_minified_sources(built_site: Path):

@@ -23,7 +23,7 @@ from gpumem.figures import shared
 from gpumem.pages.formats import Formats
 from gpumem.records.catalog import Architecture, Attention, Experts, Model
 
-from .javascript import Scripts
+from .javascript import Scripts, fetch_presets
 from .project import CATALOGS, REPO, published
 
 CATALOG = load_catalog(CATALOGS)
@@ -169,8 +169,21 @@ def calculator(page: Page, site_url: str) -> Page:
     page.on("request", lambda request: requests.append(request.url))
     page.goto(site_url + URLS["en"])
     expect(page.locator('[data-result="total-gb"]')).to_have_attribute("data-value", re.compile(r"^\d"))
+    expect(page.locator('[name="model"] option')).to_have_count(len(CATALOG.models) + 1)  # the preset list came
     page.requests = requests  # type: ignore[attr-defined]
     return page
+
+
+def loaded(page: Page) -> Page:
+    """The page once the preset it asked for came (its results are busy until then)."""
+    expect(page.locator("#calc-results")).not_to_have_attribute("aria-busy", "true")
+    return page
+
+
+def pick(page: Page, model: str) -> None:
+    """Choose a preset, and wait for its file."""
+    page.select_option('[name="model"]', model)
+    loaded(page)
 
 
 def test_at_least_300_generated_cases_cover_every_mode_format_and_gpu_count():
@@ -232,7 +245,8 @@ def test_python_and_javascript_give_the_same_numbers(scripts: Scripts):
 
 
 def test_python_and_chromium_give_the_same_numbers(calculator: Page):
-    """The smoke test in the real page: every tenth case, in Chromium's V8."""
+    """The smoke test in the real page: every tenth case, in Chromium's V8, its presets fetched as the page fetches them."""
+    fetch_presets(calculator, PRESETS)
     assert_serving_agrees(calculator.evaluate, CASES[::10])
 
 
@@ -345,7 +359,7 @@ def total(page: Page) -> float:
 
 
 def test_preset_fills_the_architecture_and_opens_on_its_release_format(calculator: Page):
-    calculator.select_option('[name="model"]', "deepseek-v3")
+    pick(calculator, "deepseek-v3")
     expect(calculator.locator('[name="params"]')).to_have_value("671.0264192")
     expect(calculator.locator('[name="heads"]')).to_have_value("128")
     expect(calculator.locator('[name="experts"]')).to_have_value("256")
@@ -358,7 +372,7 @@ def test_preset_fills_the_architecture_and_opens_on_its_release_format(calculato
 
 @pytest.mark.parametrize("mode", memory.MODES)
 def test_each_mode(calculator: Page, mode: str):
-    calculator.select_option('[name="model"]', "llama-3.1-70b")
+    pick(calculator, "llama-3.1-70b")
     calculator.select_option('[name="mode"]', mode)
     raw = raw_state("llama-3.1-70b", mode, "bf16", "bf16", 1, 8192)
     assert total(calculator) == pytest.approx(python_total(raw), rel=1e-12)
@@ -389,6 +403,7 @@ def result_value(page: Page, name: str) -> float:
 
 def test_serving_results_carry_every_part(calculator: Page, site_url: str):
     calculator.goto(f"{site_url}/en/calculator/?model=llama-3.1-70b&weights=awq&kv=fp8&gpus=4&batch=6&context=32768")
+    loaded(calculator)
     raw = raw_state("llama-3.1-70b", "serve", "awq", "fp8", 6, 32768, None, 4)
     need = python_serving(raw).need
     expect(calculator.locator('[name="gpus"]')).to_have_value("4")
@@ -426,6 +441,7 @@ def test_url_round_trip(calculator: Page, site_url: str):
 
 def test_old_links_with_int4_open_on_the_release_format(calculator: Page, site_url: str):
     calculator.goto(f"{site_url}/en/calculator/?model=gpt-oss-120b&mode=serve&weights=int4&kv=int4&batch=2&context=4096")
+    loaded(calculator)
     release = CATALOG.model("gpt-oss-120b").release
     expect(calculator.locator('[name="weights"]')).to_have_value(release)
     expect(calculator.locator('[name="kv"]')).to_have_value(RULES.calculator_defaults["kv"])
@@ -435,7 +451,7 @@ def test_old_links_with_int4_open_on_the_release_format(calculator: Page, site_u
 
 
 def test_a_gpu_count_vllm_rejects_lists_the_valid_counts(calculator: Page):
-    calculator.select_option('[name="model"]', "llama-3.1-70b")
+    pick(calculator, "llama-3.1-70b")
     fill(calculator, "gpus", "3")
     expect(calculator.locator("#calc-gpus-error")).to_have_text(
         "vLLM cannot split 64 attention heads and 8 KV heads over 3 GPUs; it accepts 1, 2, 4, 8."
@@ -476,7 +492,7 @@ def test_a_llamacpp_cache_with_vllm_weights_is_a_clear_message(calculator: Page)
     ],
 )
 def test_bad_input_shows_a_message_next_to_the_field(calculator: Page, field: str, value: str, message: str):
-    calculator.select_option('[name="model"]', "llama-3.1-70b")
+    pick(calculator, "llama-3.1-70b")
     fill(calculator, field, value)
     expect(calculator.locator(f"#calc-{field}-error")).to_have_text(message)
     expect(calculator.locator(f'[name="{field}"]')).to_have_attribute("aria-invalid", "true")
@@ -519,6 +535,7 @@ def test_keyboard_alone_drives_the_calculator(calculator: Page):
     calculator.keyboard.press("End")  # the last preset
     last = CATALOG.models[-1]
     expect(calculator.locator('[name="model"]')).to_have_value(last.id)
+    loaded(calculator)  # its preset file came
     order = []
     fits = len(python_serving(raw_state(last.id, "serve", last.release, "bf16", 1, 8192)).fits)
     # After the fields: the rent link of each configuration shown (five at most), the show-all button, the link.
@@ -611,7 +628,7 @@ def test_the_page_carries_the_build_json(built_site):
     assert data == json.loads(json.dumps(compute_calculator_data.calculator_data(CATALOG, SHOP)))
     assert data["comfortableRequests"] == RULES.comfortable_requests
     assert "fullParts" not in data  # the old rule of thumb: the training engine has its own block
-    assert len(data["models"]) == 28
+    assert data["models"] == [compute_calculator_data.model_row(CATALOG.model(RULES.calculator_defaults["model"]))]  # the others: files
 
 
 @pytest.mark.parametrize("lang", list(URLS))

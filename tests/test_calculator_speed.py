@@ -15,7 +15,7 @@ from gpumem.engines import speed
 from gpumem.figures import calculator as compute_calculator
 from gpumem.pages.formats import Formats
 
-from .javascript import Scripts
+from .javascript import Scripts, fetch_presets
 from .project import REPO, published
 from .test_calculator import CATALOG, DEPLOY, SHOP, URLS, fill, raw_state
 
@@ -125,7 +125,9 @@ def test_python_and_javascript_give_the_same_speed_and_cost(scripts: Scripts):
 
 def test_python_and_chromium_give_the_same_speed_and_cost(calculator: Page):
     """The smoke test in the real page, in Chromium's V8: a dense, an MoE and an MLA case."""
-    assert_speed_agrees(calculator.evaluate, tuple(case for case in CASES if case[0] in ("llama-3.1-70b", "mixtral-8x7b", "deepseek-v3")))
+    cases = tuple(case for case in CASES if case[0] in ("llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"))
+    fetch_presets(calculator, [case[0] for case in cases])
+    assert_speed_agrees(calculator.evaluate, cases)
 
 
 ORDER_CASES = (

@@ -19,7 +19,7 @@ from gpumem.figures import calculator as compute_calculator
 from gpumem.figures import shared
 
 from .conftest import NOW, edit, options_for
-from .javascript import Scripts
+from .javascript import Scripts, fetch_presets
 from .project import CATALOGS, REPO
 from .test_calculator import URLS, model_of
 
@@ -173,6 +173,7 @@ def test_python_and_javascript_give_the_same_bytes_and_configurations(scripts: S
 
 def test_python_and_chromium_give_the_same_bytes_and_configurations(calculator: Page):
     """The smoke test in the real page, in Chromium's V8: every tenth case."""
+    fetch_presets(calculator, [case["model"] for case in CASES[::10] if case["model"] != "custom"])
     assert_training_agrees(calculator, CASES[::10])
 
 

@@ -36,6 +36,9 @@ ARCH_FIELDS = (
 )
 # The orders serving mode lists its configurations in (sort=): price per hour, output tokens per second, US$ per million tokens.
 SORTS = ("price", "speed", "cost")
+# The table of presets lists this many catalog models at most (the first): the page keeps its weight at any catalog
+# size (each row weighs some 300 bytes), and each model's own page and the model index hold the rest.
+TABLE_MODELS = 30
 # Decimals of the speed figures: seconds to the first token, and prices per million tokens (often under a cent).
 SPEED_DIGITS = {"seconds": 2, "perMillion": 3}
 
@@ -59,6 +62,12 @@ class CalculatorPage:
     formats: tuple[WeightFormat, ...] = ()
     tuning_model: Model | None = None  # LoRA at the fine-tuning fields' defaults on the opening model: the page's example
     tuning_example: Tuning | None = None
+    catalog_models: int = 0  # how many models the catalog holds, the table's rows the first TABLE_MODELS of them
+
+    @property
+    def more_models(self) -> int:
+        """How many catalog models the table leaves out."""
+        return max(0, self.catalog_models - len(self.rows))
 
     @property
     def tuning_gb(self) -> float:
@@ -286,11 +295,11 @@ def default_gpus(catalog: Catalog) -> int:
 
 
 def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
-    """The calculator page without its script: every preset precomputed, the FAQ figures, the opening state."""
+    """The calculator page without its script: the first TABLE_MODELS presets precomputed, the FAQ figures, the opening state."""
     rules = catalog.rules
     assert rules.deployment is not None
     formats = tuple(rules.deployment.weight_formats[name] for name in rules.model_formats)
-    rows = tuple((model, tuple(format_fit(catalog, shop, model, fmt) for fmt in formats)) for model in catalog.models)
+    rows = tuple((model, tuple(format_fit(catalog, shop, model, fmt) for fmt in formats)) for model in catalog.models[:TABLE_MODELS])
     size = rules.example_size_b
     int4 = memory.weights_gb(size, rules.precisions["int4"])
     small = catalog.model(rules.small_model)
@@ -316,6 +325,7 @@ def calculator_page(catalog: Catalog, shop: Shop) -> CalculatorPage:
         small_card_gb=smallest or 0.0,
         tuning_model=example,
         tuning_example=tuning(catalog, example, state_fields(example, "lora", "bf16", "bf16", 1, 1, 1, training_fields(catalog, "lora"))),
+        catalog_models=len(catalog.models),
     )
 
 

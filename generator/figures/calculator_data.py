@@ -1,8 +1,13 @@
 """The calculator's JSON: what its scripts (calculator.js, speed.js, training.js) read of the rules, the presets,
 the GPUs and the configurations on offer, as rows whose field names are written once, and the engines' constants
-the scripts port."""
+the scripts port. The page carries its own model's preset alone; every model's preset is a small file of its own
+(preset_files), which the script fetches from the site when a reader or a link names the model, so the page
+weighs the same at any catalog size."""
 
 from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
 
 from gpumem.catalog import config_fields, hf_config
 from gpumem.engines import deployment
@@ -43,7 +48,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
     rules = catalog.rules
     dep = rules.deployment
     assert dep is not None  # validated with the catalogs
-    models = [model_row(m) for m in catalog.models]
+    models = [model_row(catalog.model(rules.calculator_defaults["model"]))]  # the page's own: the others are fetched
     offered = sorted(shop.configurations, key=Configuration.order)
     large_card = dep.large_card_gib * deployment.GIB
     return shortest_numbers(
@@ -113,6 +118,26 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             },
         }
     )
+
+
+@dataclass(frozen=True)
+class PresetFiles:
+    """Every model's preset as the calculator fetches it: `index` lists each model's id and name in the catalog's
+    order (the preset list), `files` holds one `<id>.json` per model, its model_row (pages/assets.py names them)."""
+
+    index: bytes = b"[]"
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+def compact_json(value: object) -> str:
+    """JSON as the calculator's data is written: sorted keys, no spaces, whole floats as integers."""
+    return json.dumps(shortest_numbers(value), sort_keys=True, separators=(",", ":"))
+
+
+def preset_files(catalog: Catalog) -> PresetFiles:
+    """The preset list and one preset file per catalog model."""
+    index = compact_json([[m.id, m.name] for m in catalog.models]).encode()
+    return PresetFiles(index, {f"{m.id}.json": compact_json(model_row(m)).encode() for m in catalog.models})
 
 
 def model_row(m: Model) -> list:

@@ -10,14 +10,21 @@ it compiled in its wheel, so `pip install` is all a build needs): it parses the 
 takes some 4 ms for all the scripts, so nothing is kept between builds. The CSS minifier below is
 this module's own: it only removes comments and the spaces that separate nothing, which nothing can
 get wrong in these stylesheets, and their published bytes stay as they were.
+
+Files the build makes rather than finds (the calculator's presets) are published as a folder with an
+index beside it, both named by one digest of all their bytes: assets/presets.<digest>.json and
+assets/presets.<digest>/<file>. A page then needs that one name to reach any of the files, and they
+are cached for a year like the rest, since any change renames the whole folder.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 import minify
 
@@ -35,6 +42,16 @@ JS_VERSION = 2015
 _MINIFY_ERROR = re.compile(r"(?P<message>.*?) on line (?P<line>\d+) and column (?P<column>\d+)")
 _CSS_TOKENS = re.compile(r"""/\*.*?\*/|"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|\s+|[{};,]|[^"'/\s{};,]+|/""", re.S)
 _CSS_TIGHT = frozenset("{};,")
+
+
+class Folder(Protocol):
+    """Generated files to publish together: an index (JSON) and the files it leads to, by name."""
+
+    @property
+    def index(self) -> bytes: ...
+
+    @property
+    def files(self) -> Mapping[str, bytes]: ...
 
 
 @dataclass(frozen=True)
@@ -108,9 +125,26 @@ def published_name(path: str, content: bytes) -> str:
     return str(pure.with_name(f"{pure.stem}.{digest}{pure.suffix}" if pure.suffix else f"{pure.name}.{digest}"))
 
 
-def publish(static: Path) -> Assets:
+def folder_digest(folder: Folder) -> str:
+    """The digest of a generated folder: of its index and of every file's name and bytes."""
+    digest = hashlib.sha256(folder.index)
+    for name, content in sorted(folder.files.items()):
+        digest.update(b"\0%d\0%s\0" % (len(content), name.encode()))
+        digest.update(content)
+    return digest.hexdigest()[:DIGEST_LENGTH]
+
+
+def published_folder(name: str, folder: Folder) -> tuple[str, dict[str, bytes]]:
+    """A generated folder's published name (assets/NAME.<digest>, which pages link to) and its files:
+    the index as that name plus .json, each file inside the folder of that name."""
+    base = f"{FOLDER}/{name}.{folder_digest(folder)}"
+    return base, {f"{base}.json": folder.index, **{f"{base}/{file}": content for file, content in folder.files.items()}}
+
+
+def publish(static: Path, generated: Mapping[str, Folder] | None = None) -> Assets:
     """Every file of the static folder (templates/static), minified where it is JavaScript or CSS,
-    under its published name; a script that cannot be read fails the build, every such one named."""
+    under its published name, and each generated folder (published_folder), known to pages as
+    assets/NAME; a script that cannot be read fails the build, every such one named."""
     names, files, problems = {}, {}, []
     for path in sorted(static.iterdir()):
         if not path.is_file():
@@ -125,6 +159,9 @@ def publish(static: Path) -> Assets:
         files[names[source]] = content
     if problems:
         raise BuildError(problems)
+    for name, folder in (generated or {}).items():
+        names[f"{FOLDER}/{name}"], published = published_folder(name, folder)
+        files.update(published)
     return Assets(names, files)
 
 

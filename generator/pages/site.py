@@ -93,7 +93,7 @@ def site_rendering(
     messages = computed.messages if computed else None
     cache = template_cache(options.project)
     renderer = Renderer(options.templates, options.translations, languages, cache, messages)
-    assets = publish(options.static)  # pages link to the names these files are published under
+    assets = publish(options.static, {"presets": figures.calculator_presets})  # pages link to the names these files are published under
     links = {(page.key, page.subject, page.lang): page.url for page in pages}
     planned = frozenset(links.values())
     currency = catalog.snapshot.currency

@@ -413,16 +413,54 @@
       fp32Unquantized: raw.mode === "qlora" && raw.fp32_unquantized === SWITCHES[0] };
   }
 
-  // A preset from its row of the build's JSON: the fields data.modelFields names, then what only some models have.
+  // A preset from its row (the page's own in the build's JSON, the others fetched): the fields data.modelFields names,
+  // then what only some models have.
   function presetOf(data, id) {
-    for (var i = 0; i < data.models.length; i++) {
-      var row = data.models[i];
-      if (row[0] !== id) continue;
-      var preset = Object.assign({}, row[data.modelFields.length]);
-      data.modelFields.forEach(function (name, j) { preset[name] = row[j]; });
-      return preset;
+    var row = null;
+    for (var i = 0; i < data.models.length && !row; i++) if (data.models[i][0] === id) row = data.models[i];
+    if (!row && has(fetched, id)) row = fetched[id];
+    if (!row) return null;
+    var preset = Object.assign({}, row[data.modelFields.length]);
+    data.modelFields.forEach(function (name, j) { preset[name] = row[j]; });
+    return preset;
+  }
+
+  // Every preset but the page's own is a file of the site (figures/calculator_data.preset_files), fetched once, when a
+  // reader or a link names its model: assets/presets.<digest>/<id>.json, beside the list of every model's id and name.
+  var fetched = {}, pending = {};
+  var PRESET_ID = /^[a-z\d][a-z\d._-]*$/;  // a catalog id (catalog/validate.py's SLUG): anything else is no preset
+
+  function presetsAt() { return document.getElementById("calculator").getAttribute("data-presets"); }
+
+  function getJson(url) {
+    return fetch(url).then(function (response) {
+      if (!response.ok) throw new Error(url + ": " + response.status);
+      return response.json();
+    });
+  }
+
+  // A preset's row, as its file holds it.
+  function remember(row) {
+    if (!Array.isArray(row) || typeof row[0] !== "string") throw new Error("not a preset");
+    fetched[row[0]] = row;
+    return row;
+  }
+
+  // A promise of a catalog model's preset row, fetched once; null where `list` (a promise of the preset list) says
+  // the id is no catalog model's. It fails when the site does not answer, and a later call asks again.
+  function loadPreset(id, list) {
+    if (has(fetched, id)) return Promise.resolve(fetched[id]);
+    if (!PRESET_ID.test(id)) return Promise.resolve(null);
+    if (!has(pending, id)) {
+      pending[id] = getJson(presetsAt() + "/" + id + ".json").then(remember).catch(function (error) {
+        delete pending[id];
+        return (list || Promise.reject(error)).then(function (rows) {
+          if (rows.some(function (row) { return row[0] === id; })) throw error;
+          return null;
+        });
+      });
     }
-    return null;
+    return pending[id];
   }
 
   function presetFields(preset) {
@@ -599,7 +637,7 @@
       FIELDS.forEach(function (f) {
         var box = document.getElementById("calc-" + f + "-error");
         var error = errors[f];
-        if (box) box.textContent = error ? message(error) : "";
+        if (box) box.textContent = error ? message(error) : f === "model" ? listProblem : "";
         field(f).setAttribute("aria-invalid", error ? "true" : "false");
       });
       var config = errors.extra || pasteError;
@@ -626,25 +664,92 @@
         field(f).disabled = !on;
       });
       root.querySelector("#calc-training").hidden = MODES.indexOf(raw.mode) < 1;
+      if (blocked && blocked.id !== raw.model) unblock();  // the reader chose another model meanwhile
+      if (blocked) return say(blocked.message);
       history.replaceState(null, "", "?" + toQuery(raw, pasted));
       root.querySelector("#calc-link").value = location.href;
       var checked = validate(data, raw, pasted);
       showErrors(checked.errors || {});
+      if (checked.errors) return say(text.invalid);
+      root.classList.remove("invalid");
       var total = root.querySelector('[data-result="total-gb"]');
       var summary = root.querySelector("#calc-summary");
-      root.classList.toggle("invalid", !!checked.errors);
-      if (checked.errors) {
-        total.textContent = text.invalid;
-        total.removeAttribute("data-value");
-        summary.hidden = true;
-        return;
-      }
       var s = checked.state;
       summary.textContent = "";
       summary.hidden = false;
       root.querySelector("#calc-sorting").hidden = s.mode !== "serve" || !data.speed;
       if (s.mode === "serve") renderServe(s, total, summary);
       else renderTraining(s, total, summary);
+    }
+
+    // A message in place of the result: the bar, the parts and the list are hidden meanwhile (style.css's .invalid).
+    function say(words) {
+      var total = root.querySelector('[data-result="total-gb"]');
+      total.textContent = words;
+      total.removeAttribute("data-value");
+      root.querySelector("#calc-summary").hidden = true;
+      root.classList.add("invalid");
+    }
+
+    // The presets: the list of every model fills the choice once fetched; a model whose preset the page lacks shows
+    // "loading" until its file comes, or that it could not be loaded (never another model's figures).
+    var list = getJson(presetsAt() + ".json"), names = {}, listProblem = "", blocked = null;
+    var results = root.querySelector("#calc-results");
+    list.then(function (rows) {
+      var select = field("model"), chosen = select.value, items = document.createDocumentFragment();
+      items.appendChild(select.options[0]);  // "custom", in the page's language
+      rows.forEach(function (row) { names[row[0]] = row[1]; items.appendChild(new Option(row[1], row[0])); });
+      select.textContent = "";
+      select.appendChild(items);
+      select.value = chosen;
+    }, function () {
+      listProblem = text.listFailed;
+      document.getElementById("calc-model-error").textContent = listProblem;
+    });
+
+    function nameOf(id) { return has(names, id) ? names[id] : id; }
+
+    function unblock() {
+      blocked = null;
+      results.removeAttribute("aria-busy");
+    }
+
+    // Fetches a model's preset, saying so meanwhile; then `then()` and a new result, unless the reader chose another model.
+    function load(id, then) {
+      blocked = { id: id, message: fill(text.loading, { model: nameOf(id) }) };
+      results.setAttribute("aria-busy", "true");
+      render();
+      loadPreset(id, list).then(function () {
+        if (!blocked || blocked.id !== id) return;
+        unblock();
+        then();
+        render();
+      }, function () {
+        if (!blocked || blocked.id !== id) return;
+        unblock();
+        blocked = { id: id, message: fill(text.failed, { model: nameOf(id) }) };
+        render();
+      });
+    }
+
+    function applyPreset(id) {
+      var preset = presetOf(data, id);
+      if (!preset) return;
+      var fields = presetFields(preset);
+      ARCH.forEach(function (f) { field(f).value = String(fields[f]); });
+      field("weights").value = preset.release;
+    }
+
+    // The state a link describes written into the form (a preset fetched before the list came gets its option).
+    function openLink() {
+      var raw = fromQuery(data, location.search), select = field("model");
+      var given = new URLSearchParams(location.search).get("extra");
+      pasted = raw.model === "custom" ? extraOf(data, given) : null;
+      if (pasted && pasted.error) pasted.text = given;  // the link keeps the value it could not honour, named on the page
+      if (!Array.prototype.some.call(select.options, function (o) { return o.value === raw.model; })) {
+        select.appendChild(new Option(nameOf(raw.model), raw.model));
+      }
+      writeForm(raw);
     }
 
     function renderServe(s, total, summary) {
@@ -794,12 +899,9 @@
         paste();
       } else if (name === "model") {
         pasted = null;
-        var preset = presetOf(data, field("model").value);
-        if (preset) {
-          var fields = presetFields(preset);
-          ARCH.forEach(function (f) { field(f).value = String(fields[f]); });
-          field("weights").value = preset.release;
-        }
+        var id = field("model").value;
+        if (id !== "custom" && !presetOf(data, id)) return load(id, function () { applyPreset(id); });
+        applyPreset(id);
       } else if (ARCH.indexOf(name) >= 0) {
         field("model").value = "custom";
       } else if (name === "mode" && MODES.indexOf(field("mode").value) > 0) {
@@ -824,19 +926,24 @@
       if (items[data.shownConfigurations]) items[data.shownConfigurations].querySelector("a").focus();
     });
     shorten();
-    if (location.search) {
-      var raw = fromQuery(data, location.search);
-      var given = new URLSearchParams(location.search).get("extra");
-      pasted = raw.model === "custom" ? extraOf(data, given) : null;
-      if (pasted && pasted.error) pasted.text = given;  // the link keeps the value it could not honour, named on the page
-      writeForm(raw);
+    var linked = new URLSearchParams(location.search).get("model");
+    if (linked && linked !== "custom" && !presetOf(data, linked) && PRESET_ID.test(linked)) {
+      var named = field("model").appendChild(new Option(nameOf(linked), linked));  // the link's choice while it loads
+      field("model").value = linked;
+      load(linked, function () {
+        named.remove();
+        openLink();
+      });
+    } else if (location.search) {
+      openLink();
       render();
     }
   }
 
   window.gpumemCalculator = { serve: serve, validate: validate, fromQuery: fromQuery, toQuery: toQuery, countConfig: countConfig,
     extraOf: extraOf, errorText: errorText,
-    weightsBytes: weightsBytes, expertParams: engine.expertParams, kvCache: kvCache, byName: byName };
+    weightsBytes: weightsBytes, expertParams: engine.expertParams, kvCache: kvCache, byName: byName, remember: remember,
+    loadPreset: loadPreset };
   var root = document.getElementById("calculator");
   if (root) start(root);
 })();
