@@ -89,6 +89,7 @@ def preview_times(project: Path, root: Path, runs: int) -> PreviewTimes:
     try:
         _, line = _wait(said, lambda text: text.startswith("serving "), START_TIMEOUT)
         port = int(line.split("http://127.0.0.1:", 1)[1].split("/", 1)[0])
+        _wait(said, lambda text: text.startswith("rebuilt: "), START_TIMEOUT)  # it listens before its first build
         events = http.client.HTTPConnection("127.0.0.1", port, timeout=START_TIMEOUT)
         events.request("GET", "/__gpumem/events")
         stream: queue.Queue[tuple[float, str]] = queue.Queue()
