@@ -33,6 +33,7 @@ def reload_seconds(root: Path, saves: int = 5) -> float:
         assert server.stdout is not None
         serving = next(line for line in server.stdout if line.startswith("serving "))
         server.stdout.readline()  # "watching the sources": the watcher is on
+        next(line for line in server.stdout if line.startswith("rebuilt: "))  # the first build, which follows listening
         origin = serving.split(" on ")[1].split(" ")[0]
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
