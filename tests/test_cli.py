@@ -46,6 +46,16 @@ def test_jobs_1_renders_in_this_process_and_jobs_2_forks_a_renderer_and_a_compil
     assert re.fullmatch(r"337 pages, 337 rendered; 0 files written, 377 unchanged, 0 removed in \d+\.\d\d s\n", two.stdout)
 
 
+def test_a_build_invoked_in_a_process_that_goes_on_leaves_the_garbage_collector_on(tmp_path):
+    """Only `gpumem` itself (cli.main.run, which ends with os._exit) turns the collector off for good."""
+    import gc
+
+    copy_project(tmp_path)
+    assert gc.isenabled()
+    done = CliRunner().invoke(main, ["--project", str(tmp_path), "build", "--jobs", "1"])
+    assert (done.exit_code, gc.isenabled()) == (0, True), done.output
+
+
 def test_gh_deploy_builds_the_site_and_pushes_it_to_the_branch(repository, tmp_path):  # noqa: F811 - the fixture
     copy_project(repository)
     done = CliRunner().invoke(main, ["--project", str(repository), "gh-deploy", "--message", "Site of today"])

@@ -19,6 +19,10 @@ from gpumem.errors import BuildError
 from gpumem.options import BuildResult, Options, built_line, parallel_jobs, project_options
 
 PATH = click.Path(path_type=Path)
+# Set by run(), the `gpumem` command itself: the process ends when the command does (os._exit), so
+# a build need not leave the garbage collector as it found it. A command invoked otherwise (click's
+# test runner, another program) leaves the collector alone.
+ends_the_process = False
 
 
 def source_options(command):  # noqa: ANN001, ANN201 - a click decorator
@@ -134,7 +138,8 @@ def main(project: Path | None) -> None:
 @build_options
 def build_command(jobs: int | None, **options: Any) -> None:
     """Build the site as a new version and point the output path at it."""
-    gc.disable()  # for good: the process ends with the build (see run)
+    if ends_the_process:
+        gc.disable()  # for good: the process ends with the build (see run)
     built(options_from(**options, jobs=jobs or parallel_jobs()))
 
 
@@ -330,6 +335,8 @@ def run() -> NoReturn:
     closed, the lock released; what the command printed is flushed here. As mypy and Mercurial do,
     the process ends with os._exit. (The collector stays off for the rest of `gpumem build`.)
     """
+    global ends_the_process  # noqa: PLW0603 - the one switch, set once at the command's start
+    ends_the_process = True
     try:
         main()
         code: object = 0
