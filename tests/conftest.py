@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from gpumem.commands.serve import served
 from gpumem.options import Options
@@ -17,6 +18,11 @@ from gpumem.options import Options
 from .guard.catalog_guard import Guard
 from .javascript import Scripts
 from .project import CATALOGS, REPO, fixture_options
+
+# Hypothesis's per-example deadline (200 ms) is a timing assert: on a loaded machine an example can take
+# longer without anything being wrong, so no example has one. The number of examples stays each test's own.
+settings.register_profile("no-deadline", deadline=None)
+settings.load_profile("no-deadline")
 
 # Builds in tests pretend it is the day after the demo snapshot, so it is never stale.
 NOW = datetime(2026, 11, 1, tzinfo=UTC)

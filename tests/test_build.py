@@ -147,9 +147,16 @@ def test_guide_cells_match_the_engine_and_sizing(built_site):
 def test_known_cells_read_as_a_person_sees_them(built_site):
     es = cells(built_site / "es/guias/memoria-gpu/index.html")
     en = cells(built_site / "en/guides/gpu-memory/index.html")
-    # 70B at 4 bits: 42 GB on one 48 GB card, the L40S the cheapest of three.
-    assert es["servir"][11]["text"] == "42 GB 1 × L40S, RTX A6000 o RTX 6000 Ada L40S desde 0,44 US$ por GPU-hora justo Alquilar en Arrakis"
-    assert en["serving"][11]["text"] == "42 GB 1 × L40S, RTX A6000, or RTX 6000 Ada L40S from $0.44 per GPU-hour tight Rent on Arrakis"
+    # 70B at 4 bits: 42 GB on one 48 GB card by the rule of thumb, the L40S the cheapest of three; the
+    # deployment model says one such card does not hold 8,192 tokens, and names what does.
+    assert es["servir"][11]["text"] == (
+        "42 GB 1 × L40S, RTX A6000 o RTX 6000 Ada L40S desde 0,44 US$ por GPU-hora justo Según el modelo de despliegue "
+        "no cabe con 8.192 tokens; sí cabe con 4.096. Lo que sí cabe: 4 × RTX 3090, 0,76 US$ por hora. Alquilar en Arrakis"
+    )
+    assert en["serving"][11]["text"] == (
+        "42 GB 1 × L40S, RTX A6000, or RTX 6000 Ada L40S from $0.44 per GPU-hour tight By the deployment model it does not "
+        "hold at 8,192 tokens; it holds at 4,096. What holds: 4 × RTX 3090, $0.76 per hour. Rent on Arrakis"
+    )
     # 70B at 16 bits: 168 GB on one B200.
     assert en["serving"][9]["text"] == "168 GB 1 × B200 from $6.33 per GPU-hour Rent on Arrakis"
     # 405B at 16 bits: 972 GB on four B300, priced per hour for the set.
@@ -157,7 +164,8 @@ def test_known_cells_read_as_a_person_sees_them(built_site):
     # Full fine-tuning of a 70B: 1,120 GB on 8 x H200 (1,128 GB).
     assert (
         es["ajuste"][11]["text"]
-        == "1.120 GB 8 × H200 desde 27,52 US$ por hora el conjunto (3,44 US$ por GPU-hora) justo Alquilar en Arrakis"
+        == "1.120 GB 8 × H200 desde 27,52 US$ por hora el conjunto (3,44 US$ por GPU-hora) justo Según el modelo de entrenamiento "
+        "no cabe con 4.096 tokens por secuencia; sí cabe con 1.024. Lo que sí cabe: 8 × B300, 36,80 US$ por hora. Alquilar en Arrakis"
     )
     # Full fine-tuning of a 405B: 6,480 GB, more than one 8-GPU machine.
     # 405B full fine-tuning fills three 8 × B300 machines to exactly 100 %: that does not fit (issue 10).
@@ -177,7 +185,16 @@ def test_snapshot_line_language_switcher_and_hreflang(built_site):
 
 def test_faq_answers_are_computed(built_site):
     html = (built_site / "en/guides/gpu-memory/index.html").read_text()
-    assert "<li>4-bit (INT4), 42\xa0GB: yes, on 1 × L40S, RTX A6000, or RTX 6000 Ada.</li>" in html
+    assert (
+        "<li>4-bit (INT4), 42\xa0GB: by the rule of thumb yes, on 1 × L40S, RTX A6000, or RTX 6000 Ada. By the deployment model "
+        "it does not hold at 8,192 tokens; it holds at 4,096. What holds: 4 × RTX 3090, $0.76 per hour.</li>"
+    ) in html
+    assert "<li>16-bit (FP16/BF16), 168\xa0GB: yes, on 1 × B200.</li>" in html
+    assert (
+        "<li>LoRA needs 19.2\xa0GB by the rule of thumb, which says it fits. By the training engine it does not hold at 4,096 "
+        "tokens per sequence; it holds at 2,048. What holds: 2 × RTX 3090, $0.38 per hour.</li>"
+    ) in html
+    assert "<li>QLoRA needs 5.6\xa0GB: it fits.</li>" in html
     assert "<li>Full fine-tuning needs 128\xa0GB: it does not fit; the smallest configuration that holds it is 1 × H200.</li>" in html
     assert re.search(r"The H100 started at \$2\.07 per GPU-hour and the RTX 4090 at\s+\$0\.38", html)
 

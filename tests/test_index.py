@@ -78,8 +78,8 @@ def test_a_model_row_links_its_page_and_its_gpu_page_and_holds_raw_numbers_to_so
     assert '<td data-value="4096">4,096</td>' in row
     assert '<td data-value="16.74871078912">16.7\xa0GB</td>' in row
     assert (
-        '<td data-value="0.19">$0.19 <a class="rent" href="https://arrakis.example.org/rent?gpu=rtx-3090&amp;count=1">Rent on Arrakis</a></td>'
-        in row
+        '<td data-value="0.19">$0.19 <a class="rent" data-holds="serve:llama-2-7b:bf16:bf16:4096:1" '
+        'href="https://arrakis.example.org/rent?gpu=rtx-3090&amp;count=1">Rent on Arrakis</a></td>' in row
     )
     assert 'data-search="Llama 2 7B llama2"' in row
 

@@ -6,8 +6,10 @@ import math
 from dataclasses import dataclass
 
 from gpumem.engines import memory, sizing
-from gpumem.engines.sizing import Choice, Configuration
-from gpumem.figures.shared import Cell, Need, OnOffer, Row, Shop, Table, comfort_gb, fits, plain_kv_bytes_per_token
+from gpumem.engines.sizing import Choice, Configuration, Fit
+from gpumem.figures.shared import Cell, Need, OnOffer, Row, Shop, Table, comfort_gb, fits, page_context, plain_kv_bytes_per_token
+from gpumem.figures.subjects import format_fits
+from gpumem.figures.verdicts import Verdict, rule_format, serving_verdict, training_verdict
 from gpumem.records.catalog import Catalog, Gpu, Model, SizeClass
 from gpumem.records.engines import WeightFormat
 
@@ -19,8 +21,11 @@ def serving_table(catalog: Catalog, shop: Shop) -> Table:
     for size in rules.size_classes:
         model = catalog.model(size.model)
         extra = comfort_gb(catalog, model)
+        tokens = page_context(catalog, model)
         cells = tuple(
-            Cell(p, shop.choose(memory.serving_gb(rules, size.size_b, p), model.arch.heads, extra)) for p in rules.serving_precisions
+            Cell(p, choice, serving_verdict(catalog, model, p, tokens, 1, choice.best, shop.configurations))
+            for p in rules.serving_precisions
+            for choice in [shop.choose(memory.serving_gb(rules, size.size_b, p), model.arch.heads, extra)]
         )
         rows.append(Row(size, model, cells))
     return Table("serving", rules.serving_precisions, tuple(rows))
@@ -32,7 +37,11 @@ def fine_tuning_table(catalog: Catalog, shop: Shop) -> Table:
     rows = []
     for size in rules.size_classes:
         model = catalog.model(size.model)
-        cells = tuple(Cell(m, shop.choose(memory.fine_tuning_gb(rules, size.size_b, m))) for m in rules.fine_tuning_methods)
+        cells = tuple(
+            Cell(m, choice, training_verdict(catalog, model, m, choice.best, shop.configurations))
+            for m in rules.fine_tuning_methods
+            for choice in [shop.choose(memory.fine_tuning_gb(rules, size.size_b, m))]
+        )
         rows.append(Row(size, model, cells))
     return Table("fine_tuning", rules.fine_tuning_methods, tuple(rows))
 
@@ -45,6 +54,7 @@ class OnCard:
     need_gb: float
     fits: bool
     choice: Choice
+    verdict: Verdict | None = None  # where the rule of thumb says it fits: the engines on one such card
 
 
 @dataclass(frozen=True)
@@ -57,10 +67,20 @@ class CardCheck:
     cells: tuple[OnCard, ...]
 
 
-def card_check(table: Table, row: Row, gpu: Gpu) -> CardCheck:
-    """Each cell of a table's row on one card (when it does not fit, its choice holds the smallest configuration on offer)."""
-    cells = tuple(OnCard(c.column, c.need_gb, fits(c.need_gb, gpu), c.choice) for c in row.cells)
-    return CardCheck(table.kind, gpu, row.size, cells)
+def card_check(catalog: Catalog, shop: Shop, table: Table, row: Row, gpu: Gpu) -> CardCheck:
+    """Each cell of a table's row on one card (when it does not fit, its choice holds the smallest configuration
+    on offer); where the rule of thumb says it fits, what the deployment or training model says of that card."""
+    card = Configuration(gpu, 1, shop.lowest_price(gpu.id) or 0.0)
+    cells = []
+    for c in row.cells:
+        fit = fits(c.need_gb, gpu)
+        verdict = None
+        if fit and table.kind == "fine_tuning":
+            verdict = training_verdict(catalog, row.model, c.column, card, shop.configurations)
+        elif fit:
+            verdict = serving_verdict(catalog, row.model, c.column, page_context(catalog, row.model), 1, card, shop.configurations)
+        cells.append(OnCard(c.column, c.need_gb, fit, c.choice, verdict))
+    return CardCheck(table.kind, gpu, row.size, tuple(cells))
 
 
 @dataclass(frozen=True)
@@ -117,7 +137,7 @@ def main_guide(catalog: Catalog, shop: Shop) -> MainGuide:
         card_lines=card_lines(catalog, shop, top),
         price_examples=tuple(shop.on_offer(catalog.gpu(i)) for i in rules.price_examples),
         consumer_gpu=consumer,
-        consumer_checks=tuple(card_check(tuning, row, consumer) for row in tuning.rows),
+        consumer_checks=tuple(card_check(catalog, shop, tuning, row, consumer) for row in tuning.rows),
     )
 
 
@@ -138,6 +158,7 @@ class VramGuide:
     example_weights_gb: float
     example_rule_gb: float
     example_choice: Choice
+    example_verdict: Verdict | None  # the deployment model on example_choice.best (figures/verdicts.py)
     tight_model: Model
     tight_need_gb: float
     tight_choice: Choice
@@ -164,6 +185,18 @@ class VramGuide:
     cost_high: Need
     cost_low: Need
     cost_saving: float
+    deployed_high: Fit | None  # the cheapest configuration the deployment model says holds one request in BF16
+    deployed_low: Fit | None  # ... and in the 4-bit format (verdicts.rule_format)
+    deployed_low_format: WeightFormat | None
+    deployed_tokens: int
+
+    @property
+    def deployed_saving(self) -> float | None:
+        """What 4 bits save per hour by the deployment model (0.5 is half), or None when either is not held."""
+        if self.deployed_high is None or self.deployed_low is None:
+            return None
+        return 1 - self.deployed_low.configuration.price_per_hour / self.deployed_high.configuration.price_per_hour
+
     chart: tuple[Series, ...]
     card_lines: tuple[tuple[str, float], ...]
 
@@ -221,6 +254,9 @@ def vram_guide(catalog: Catalog, shop: Shop) -> VramGuide:
     high = Need("bf16", high_need, shop.choose(high_need, example.arch.heads))
     low = Need("int4", low_need, shop.choose(low_need, example.arch.heads))
     saving = 1 - low.choice.best.price_per_hour / high.choice.best.price_per_hour if high.choice.best and low.choice.best else 0.0
+    tokens, four_bits = page_context(catalog, example), rule_format(catalog, "int4")
+    deployed_high = next(iter(format_fits(catalog, shop, example, rule_format(catalog, "bf16"), tokens, 1)), None)
+    deployed_low = next(iter(format_fits(catalog, shop, example, four_bits, tokens, 1)), None)
     chart_models = [catalog.model(i) for i in dict.fromkeys(s.model for s in rules.size_classes)] + [mla]
     chart = tuple(Series(m.name, tuple((t, memory.kv_cache_gb(m.arch, kv16, t)) for t in rules.chart_contexts)) for m in chart_models)
     top = max(y for series in chart for _, y in series.points)
@@ -229,7 +265,10 @@ def vram_guide(catalog: Catalog, shop: Shop) -> VramGuide:
         example_size_b=size,
         example_weights_gb=weights,
         example_rule_gb=rule,
-        example_choice=shop.choose(rule, example.arch.heads),
+        example_choice=(example_choice := shop.choose(rule, example.arch.heads)),
+        example_verdict=serving_verdict(
+            catalog, example, "fp8", page_context(catalog, example), 1, example_choice.best, shop.configurations
+        ),
         tight_model=tight_model,
         tight_need_gb=tight_need,
         tight_choice=shop.choose(tight_need, tight_model.arch.heads),
@@ -256,6 +295,10 @@ def vram_guide(catalog: Catalog, shop: Shop) -> VramGuide:
         cost_high=high,
         cost_low=low,
         cost_saving=saving,
+        deployed_high=deployed_high,
+        deployed_low=deployed_low,
+        deployed_low_format=four_bits,
+        deployed_tokens=tokens,
         chart=chart,
         card_lines=card_lines(catalog, shop, top),
     )

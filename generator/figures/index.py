@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from gpumem.engines.sizing import Fit, Market
 from gpumem.figures.shared import Shop
 from gpumem.figures.subjects import format_fit, page_context
+from gpumem.figures.verdicts import serving_claim
 from gpumem.records.catalog import Catalog, Gpu, Model
 from gpumem.records.engines import WeightFormat
 
@@ -26,6 +27,11 @@ class ModelRow:
     context: int
     need_gb: float
     fit: Fit | None
+
+    @property
+    def claim(self) -> str:
+        """What the row's rent link says its configuration holds (figures/verdicts.py)."""
+        return serving_claim(self.model, self.fmt, "bf16", self.context, 1)
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpumem.engines import memory, sizing
 from gpumem.engines.sizing import Choice, Configuration, Market
 from gpumem.records.catalog import Architecture, Catalog, Gpu, Model, SizeClass
+
+if TYPE_CHECKING:
+    from gpumem.figures.verdicts import Verdict
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,7 @@ class Cell:
 
     column: str
     choice: Choice
+    verdict: Verdict | None = None  # what the deployment or training model says of choice.best (figures/verdicts.py)
 
     @property
     def need_gb(self) -> float:
@@ -149,6 +153,11 @@ def comfort_gb(catalog: Catalog, model: Model) -> float:
     return room_gb(catalog, model.arch, "bf16", catalog.rules.fit_context)
 
 
+def page_context(catalog: Catalog, model: Model) -> int:
+    """The context the pages size a model at: the rules' context, or the model's own when shorter."""
+    return min(catalog.rules.fit_context, model.native_context)
+
+
 def fits(need_gb: float, gpu: Gpu) -> bool:
     """Whether one such GPU holds the need."""
     return need_gb < gpu.memory_gb  # at 100 % it does not fit
@@ -161,6 +170,7 @@ class Need:
     key: str
     gb: float
     choice: Choice
+    verdict: Verdict | None = None  # what the deployment or training model says of choice.best (figures/verdicts.py)
 
 
 def plain_kv_bytes_per_token(model: Model, kv_bytes: float) -> float:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from gpumem.engines.sizing import Configuration, deployment_fits
 from gpumem.engines.speed import Load, Speed, speed
 from gpumem.figures.subjects import GpuPage, ModelPage
+from gpumem.figures.verdicts import serving_claim
 from gpumem.records.catalog import Catalog, Model
 from gpumem.records.engines import SpeedPages, WeightFormat
 
@@ -28,6 +29,7 @@ class SpeedRow:
     configuration: Configuration
     one: Speed
     busy: Speed | None
+    claim: str = ""  # what the row's rent link says its GPUs hold: one request of the pages' lengths (figures/verdicts.py)
 
     @property
     def price_per_hour(self) -> float | None:
@@ -65,7 +67,8 @@ def speed_row(catalog: Catalog, model: Model, fmt: WeightFormat, configuration: 
         return speed(speed_rules, model, fmt, kv, gpu, count, load, price)
 
     busy = at(setting.busy_requests) if holds(catalog, model, fmt, configuration, setting.busy_requests) else None
-    return SpeedRow(model, fmt, configuration if priced else Configuration(gpu, count, 0.0), at(1), busy)
+    claim = serving_claim(model, fmt, setting.kv_format, setting.prompt_tokens + setting.output_tokens, 1)
+    return SpeedRow(model, fmt, configuration if priced else Configuration(gpu, count, 0.0), at(1), busy, claim)
 
 
 def cheapest(rows: Iterable[SpeedRow], busy: bool) -> SpeedRow | None:

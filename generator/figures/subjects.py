@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from gpumem.engines import deployment, memory, sizing
 from gpumem.engines.deployment import Deployment
 from gpumem.engines.sizing import Choice, Fit, Market, deployment_fits
-from gpumem.figures.shared import Need, OnOffer, Shop, comfort_gb, plain_kv_bytes_per_token
+from gpumem.figures.shared import Need, OnOffer, Shop, comfort_gb, page_context, plain_kv_bytes_per_token
+from gpumem.figures.verdicts import Verdict, rule_precision, serving_verdict, training_verdict
 from gpumem.records.catalog import Catalog, Gpu, Model
 from gpumem.records.engines import WeightFormat
 
@@ -23,6 +24,8 @@ class ContextFigures:
     serving_many: memory.Breakdown
     choice_one: Choice
     choice_many: Choice
+    verdict_one: Verdict | None = None  # the deployment model on choice_one.best (figures/verdicts.py)
+    verdict_many: Verdict | None = None
 
 
 @dataclass(frozen=True)
@@ -55,16 +58,6 @@ class DeployedContext:
     many: Deployment
     fit_one: Fit | None
     fit_many: Fit | None
-
-
-def rule_precision(fmt: WeightFormat) -> str:
-    """The rule-of-thumb precision a format compares with: 32, 16, 8 or 4 bits per weight."""
-    return "fp32" if fmt.bits >= 24 else "bf16" if fmt.bits >= 12 else "fp8" if fmt.bits >= 6 else "int4"
-
-
-def page_context(catalog: Catalog, model: Model) -> int:
-    """The context the pages size a model at: the rules' context, or the model's own when shorter."""
-    return min(catalog.rules.fit_context, model.native_context)
 
 
 def format_fits(catalog: Catalog, shop: Shop, model: Model, fmt: WeightFormat, tokens: int, requests: int) -> tuple[Fit, ...]:
@@ -155,10 +148,12 @@ def model_page(catalog: Catalog, shop: Shop, model: Model) -> ModelPage:
         Need(p, memory.weights_gb(model.params_b, b), shop.choose(memory.weights_gb(model.params_b, b), arch.heads))
         for p, b in rules.precisions.items()
     )
+    tokens, offered = page_context(catalog, model), shop.configurations
     serving = tuple(
-        Need(p, need, shop.choose(need, arch.heads, extra))
+        Need(p, need, choice, serving_verdict(catalog, model, p, tokens, 1, choice.best, offered))
         for p in rules.serving_precisions
         for need in [memory.serving_gb(rules, model.params_b, p)]
+        for choice in [shop.choose(need, arch.heads, extra)]
     )
     contexts = []
     for tokens in (t for t in rules.model_contexts if t <= model.native_context):
@@ -171,12 +166,17 @@ def model_page(catalog: Catalog, shop: Shop, model: Model) -> ModelPage:
                 memory.kv_cache_gb(arch, kv16, tokens, rules.page_requests),
                 one,
                 many,
-                shop.choose(one.total, arch.heads),
-                shop.choose(many.total, arch.heads),
+                one_choice := shop.choose(one.total, arch.heads),
+                many_choice := shop.choose(many.total, arch.heads),
+                serving_verdict(catalog, model, "bf16", tokens, 1, one_choice.best, offered),
+                serving_verdict(catalog, model, "bf16", tokens, rules.page_requests, many_choice.best, offered),
             )
         )
     tuning = tuple(
-        Need(m, need, shop.choose(need)) for m in rules.fine_tuning_methods for need in [memory.fine_tuning_gb(rules, model.params_b, m)]
+        Need(m, need, choice, training_verdict(catalog, model, m, choice.best, offered))
+        for m in rules.fine_tuning_methods
+        for need in [memory.fine_tuning_gb(rules, model.params_b, m)]
+        for choice in [shop.choose(need)]
     )
     return ModelPage(
         model=model,

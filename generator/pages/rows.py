@@ -22,12 +22,15 @@ from jinja2.runtime import Context
 from markupsafe import Markup
 from markupsafe import escape as markup_escape
 
+from gpumem.figures.verdicts import serving_claim
+
 if TYPE_CHECKING:
     from gpumem.engines.sizing import Choice
     from gpumem.engines.speed import Speed
     from gpumem.figures.speed import GpuSpeed, ModelSpeed, SpeedRow
     from gpumem.figures.subjects import Fit, GpuFit, GpuPage, ModelPage
     from gpumem.figures.training import Held, ModelTuning, TuningRow
+    from gpumem.figures.verdicts import Verdict
 
 Gettext = Callable[..., Markup]
 UNSAFE = re.compile(r"[&<>\"']")  # what MarkupSafe's escape replaces
@@ -53,7 +56,7 @@ class Rows:
         self.link, self.rent = names["link"], names["rent"]
         self.marketplace, self.lang = names["marketplace"].name, names["page"].lang
         self.catalog = names["catalog"]  # read as the template reads it (a build notes what a page reads)
-        self._links: dict[tuple[str, int], str] = {}  # a page links the same few configurations again and again
+        self._links: dict[tuple[str, int, str], str] = {}  # a page links the same few configurations again and again
         # words shared by the pages of one language within a build (Renderer.language_context)
         self._phrases: dict[tuple[object, ...], str] = names["rows_words"] if "rows_words" in names else {}
 
@@ -67,11 +70,14 @@ class Rows:
             labels = {"qlora": _("QLoRA"), "lora": _("LoRA"), "full": _("Full fine-tuning"), "full_hf": _("Full fine-tuning (18 bytes)")}
         return labels[column]
 
-    def rent_link(self, gpu_id: str, count: int) -> Markup:
-        key = (gpu_id, count)
+    def rent_link(self, gpu_id: str, count: int, claim: str = "") -> Markup:
+        """The link that rents count × the GPU; `claim` (figures/verdicts.py serving_claim, training_claim),
+        the workload the engines say it holds, goes with it as data-holds."""
+        key = (gpu_id, count, claim)
         if key not in self._links:
             text = self._("Rent on %(marketplace)s", marketplace=self.marketplace)
-            self._links[key] = f'<a class="rent" href="{escape(self.rent(gpu_id, count))}">{text}</a>'
+            holds = f' data-holds="{escape(claim)}"' if claim else ""
+            self._links[key] = f'<a class="rent"{holds} href="{escape(self.rent(gpu_id, count))}">{text}</a>'
         return Markup(self._links[key])
 
     def configuration(self, choice: Choice) -> Markup:
@@ -104,17 +110,54 @@ class Rows:
         each = f.money(best.price_per_gpu_hour)
         return _("%(gpu)s from %(price)s per hour for the set (%(each)s per GPU-hour)", gpu=who, price=price, each=each).strip()
 
-    def offer(self, choice: Choice) -> Markup:
+    def offer(self, choice: Choice, verdict: Verdict | None = None) -> Markup:
+        """A rule-of-thumb cell's configuration and price; when the engines say it does not hold at the
+        page's setting, the verdict, and the rent link goes to what holds (or is left out)."""
         out = f'<span class="config">{self.configuration(choice)}</span>\n'
         best = choice.best
         if best:
             word = self._("tight")
             tight = f'<span class="tight">{word}</span>' if choice.tight else ""
-            out += f'<span class="price">{self.price(choice)}</span>\n{tight}{self.rent_link(best.gpu.id, best.count)}\n'
+            rent = verdict.rent if verdict else best
+            said = self.verdict(verdict) if verdict and not verdict.holds else ""
+            link = self.rent_link(rent.gpu.id, rent.count, verdict.claim if verdict else "") if rent else ""
+            out += f'<span class="price">{self.price(choice)}</span>\n{tight}{said}{link}\n'
         return Markup(out)
 
-    def need_cell(self, need_gb: float, choice: Choice) -> Markup:
-        return Markup(f'<td data-need-gb="{need_gb}"><span class="need">{escape(self.f.gb(need_gb))}</span>\n{self.offer(choice)}</td>')
+    def verdict(self, verdict: Verdict) -> str:
+        """A rule-of-thumb cell's verdict (verdict_words) in its span."""
+        return f'<span class="verdict">{self.verdict_words(verdict)}</span>\n'
+
+    def verdict_words(self, verdict: Verdict) -> Markup:
+        """Why a rule-of-thumb cell's configuration does not hold, where it would, and what holds instead."""
+        _, f = self._, self.f
+        values = {"tokens": f.number(verdict.tokens), "shorter": f.number(verdict.holds_at or 0)}
+        if verdict.kind == "serving":
+            said = (
+                _("By the deployment model it does not hold at %(tokens)s tokens; it holds at %(shorter)s.", **values)
+                if verdict.holds_at
+                else _("By the deployment model it does not hold at %(tokens)s tokens, nor at a shorter context of these pages.", **values)
+            )
+        else:
+            said = (
+                _("By the training engine it does not hold at %(tokens)s tokens per sequence; it holds at %(shorter)s.", **values)
+                if verdict.holds_at
+                else _("By the training engine it does not hold at %(tokens)s tokens per sequence, nor at a shorter one.", **values)
+            )
+        instead = verdict.instead
+        if instead is None:
+            then = _("No configuration on offer holds it.")
+        else:
+            configuration = _("%(count)s × %(names)s", count=instead.count, names=instead.gpu.name)
+            then = _(
+                "What holds: %(configuration)s, %(price)s per hour.", configuration=configuration, price=f.money(instead.price_per_hour)
+            )
+        return Markup(f"{said} {then}")
+
+    def need_cell(self, need_gb: float, choice: Choice, verdict: Verdict | None = None) -> Markup:
+        return Markup(
+            f'<td data-need-gb="{need_gb}"><span class="need">{escape(self.f.gb(need_gb))}</span>\n{self.offer(choice, verdict)}</td>'
+        )
 
     def fit_tag(self, comfortable: bool, tokens: int) -> Markup:
         """The fit rule written next to its tag: comfortable holds a few more requests at the same context."""
@@ -126,7 +169,7 @@ class Rows:
         text = _("tight: holds these requests, not %(more)s more of %(tokens)s tokens", **values)
         return Markup(f'<span class="tight">{text}</span>')
 
-    def fit_offer(self, fit: Fit | None, tokens: int) -> Markup:
+    def fit_offer(self, fit: Fit | None, tokens: int, claim: str = "") -> Markup:
         """The cheapest configuration a deployment fits: GPUs, price per hour, and its tag with the rule."""
         _, f = self._, self.f
         if not fit:
@@ -135,14 +178,14 @@ class Rows:
         need = f.gb(fit.need.total_bytes_per_gpu / 1e9)
         gpus = _("%(count)s × %(gpu)s, %(need)s per GPU", count=config.count, gpu=config.gpu.name, need=need)
         price = _("%(price)s per hour", price=f.money(config.price_per_hour))
-        tag, rent = self.fit_tag(fit.comfortable, tokens), self.rent_link(config.gpu.id, config.count)
+        tag, rent = self.fit_tag(fit.comfortable, tokens), self.rent_link(config.gpu.id, config.count, claim)
         return Markup(f'<span class="config">{gpus}</span>\n<span class="price">{price}</span>\n{tag}\n{rent}')
 
-    def fit_cell(self, need_gb: float, fit: Fit | None, tokens: int) -> Markup:
+    def fit_cell(self, need_gb: float, fit: Fit | None, tokens: int, claim: str = "") -> Markup:
         """The cheapest configuration with its per-GPU need; the one-GPU need when nothing on offer holds it."""
         shown = fit.need.total_bytes_per_gpu / 1e9 if fit else need_gb
         need = "" if fit else f'<span class="need">{escape(self.f.gb(need_gb))}</span>\n'
-        return Markup(f'<td data-need-gb="{shown}">{need}{self.fit_offer(fit, tokens)}</td>')
+        return Markup(f'<td data-need-gb="{shown}">{need}{self.fit_offer(fit, tokens, claim)}</td>')
 
     # ---- The model page's tables (templates/model.html) ----
 
@@ -150,15 +193,21 @@ class Rows:
         gb = self.f.gb
         return _lines(
             f'<tr><th scope="row">{escape(r.fmt.label)}</th>\n<td>{escape(gb(r.need.weights_bytes / 1e9))}</td>\n'
-            f"<td>{escape(gb(r.rule_gb))}</td>\n{self.fit_cell(r.need_gb, r.cheapest, fig.context)}\n</tr>"
+            f"<td>{escape(gb(r.rule_gb))}</td>\n"
+            f"{self.fit_cell(r.need_gb, r.cheapest, fig.context, serving_claim(fig.model, r.fmt, 'bf16', fig.context, 1))}\n</tr>"
             for r in fig.formats
         )
 
     def deployed_rows(self, fig: ModelPage) -> Markup:
+        release = fig.formats[0].fmt  # model_page puts the release format first
+
+        def claim(tokens: int, requests: int) -> str:
+            return serving_claim(fig.model, release, "bf16", tokens, requests)
+
         return _lines(
             f'<tr><th scope="row">{escape(self.f.number(r.tokens))}</th>\n'
-            f"{self.fit_cell(r.one.total_bytes_per_gpu / 1e9, r.fit_one, r.tokens)}"
-            f"{self.fit_cell(r.many.total_bytes_per_gpu / 1e9, r.fit_many, r.tokens)}\n</tr>"
+            f"{self.fit_cell(r.one.total_bytes_per_gpu / 1e9, r.fit_one, r.tokens, claim(r.tokens, 1))}"
+            f"{self.fit_cell(r.many.total_bytes_per_gpu / 1e9, r.fit_many, r.tokens, claim(r.tokens, fig.requests))}\n</tr>"
             for r in fig.deployed
         )
 
@@ -167,7 +216,7 @@ class Rows:
         lines = []
         for need in fig.weights:
             shown = serving.get(need.key)
-            cell = self.need_cell(shown.gb, shown.choice) if shown else "<td>—</td>"
+            cell = self.need_cell(shown.gb, shown.choice, shown.verdict) if shown else "<td>—</td>"
             label, gb = self.column_label("serving", need.key), escape(self.f.gb(need.gb))
             lines.append(f'<tr><th scope="row">{label}</th>\n<td><span class="need">{gb}</span></td>\n{cell}</tr>')
         return _lines(lines)
@@ -177,13 +226,14 @@ class Rows:
         return _lines(
             f'<tr><th scope="row">{escape(self.f.number(r.tokens))}</th>\n'
             f"<td>{escape(gb(r.kv_one_gb))}</td><td>{escape(gb(r.kv_many_gb))}</td>\n"
-            f"{self.need_cell(r.serving_one.total, r.choice_one)}{self.need_cell(r.serving_many.total, r.choice_many)}\n</tr>"
+            f"{self.need_cell(r.serving_one.total, r.choice_one, r.verdict_one)}"
+            f"{self.need_cell(r.serving_many.total, r.choice_many, r.verdict_many)}\n</tr>"
             for r in fig.contexts
         )
 
     def tuning_rows(self, fig: ModelPage) -> Markup:
         return _lines(
-            f'<tr><th scope="row">{self.column_label("fine_tuning", n.key)}</th>{self.need_cell(n.gb, n.choice)}</tr>'
+            f'<tr><th scope="row">{self.column_label("fine_tuning", n.key)}</th>{self.need_cell(n.gb, n.choice, n.verdict)}</tr>'
             for n in fig.fine_tuning
         )
 
@@ -212,7 +262,7 @@ class Rows:
             name = _("%(count)s × %(gpu)s, %(format)s", count=c.count, gpu=c.gpu.name, format=r.fmt.label)
             ttft = _("%(value)s s", value=f.number(r.one.ttft_s, 2))
             return (
-                f'<tr><th scope="row">{name} {self.rent_link(c.gpu.id, c.count)}</th>\n'
+                f'<tr><th scope="row">{name} {self.rent_link(c.gpu.id, c.count, r.claim)}</th>\n'
                 f"<td>{escape(f.number(r.one.decode_tokens_per_s_per_request, 1))}</td>{self.busy_rate(r.busy)}\n"
                 f"<td>{ttft}</td><td>{escape(f.money(c.price_per_hour))}</td>\n"
                 f"{self.cost(r.one, r is cheapest_one)}{self.cost(r.busy, r is cheapest_busy)}</tr>"
