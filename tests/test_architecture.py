@@ -71,3 +71,11 @@ def test_the_error_of_a_rule_that_fits_every_model_is_nil():
         LeftOut("hidden", 0.0, 0.0),
         LeftOut("kv_per_token", 0.0, 0.0),
     )
+
+
+def test_sizes_too_close_to_fit_give_no_rule():
+    # Two models of 8 and 9 billion parameters: any slope would do, so none is fitted (a valid catalog may be so small).
+    close = [shape(8.0, 32, 4096), shape(9.2, 42, 3584)]
+    assert not architecture.fittable(close) and architecture.fittable([*close, shape(16.0, 40, 5120)])
+    assert architecture.left_out_errors(close) == ()
+    assert architecture.catalog_rule([]) is None

@@ -95,7 +95,11 @@ def estimated_model(catalog: Catalog, params_b: float) -> Model:
     most = catalog.rules.calculator_limits["max_params_b"]
     if not 0 < params_b <= most:
         raise BuildError([f"--params: expected billions of parameters above 0 and at most {most:,g}, got {params_b:g}"])
-    arch = architecture.estimated_architecture(architecture.catalog_rule(catalog.models), params_b)
+    rule = architecture.catalog_rule(catalog.models)
+    if rule is None:
+        too_few = "the catalog's dense models span too few sizes to fit the estimate on (the largest at least twice the smallest)"
+        raise BuildError([f"--params: {too_few}"])
+    arch = architecture.estimated_architecture(rule, params_b)
     name = f"{params_b:g}B parameters"
     return Model(ESTIMATED_ID, name, "custom", "", params_b, None, int(catalog.rules.calculator_limits["max_context"]), arch, None, "")
 
@@ -103,6 +107,7 @@ def estimated_model(catalog: Catalog, params_b: float) -> Model:
 def estimated_line(catalog: Catalog, model: Model) -> str:
     """What the parameter count estimated, and the rule (printed under an estimated model's breakdown)."""
     rule, arch = architecture.catalog_rule(catalog.models), model.arch
+    assert rule is not None  # estimated_model fitted it
     shape = f"{arch.layers} layers, hidden size {arch.hidden:,}, {arch.heads} heads of {arch.head_dim}, {arch.kv_heads} KV heads, "
     shape += f"vocabulary {arch.vocab:,}, MLP width {arch.intermediate:,}"
     law = f"layers = {rule.layers[0]:.3f} x P^{rule.layers[1]:.3f}, hidden = {rule.hidden[0]:.3f} x P^{rule.hidden[1]:.3f}"

@@ -79,8 +79,18 @@ def most_common(values: Sequence[int]) -> int:
     return min(counts, key=lambda value: (-counts[value], value))
 
 
+# The sizes a fit spans at least, largest over smallest: closer ones give any slope (and a power that overflows).
+FIT_SPAN = 2.0
+
+
+def fittable(shapes: Sequence[Shape]) -> bool:
+    """Whether the shapes span sizes enough for a power law (a valid catalog may hold one dense model, or none)."""
+    sizes = [s.params_b for s in shapes]
+    return bool(sizes) and max(sizes) >= FIT_SPAN * min(sizes)
+
+
 def fit_rule(shapes: Sequence[Shape]) -> ShapeRule:
-    """The rule over these shapes (at least two of different sizes)."""
+    """The rule over these shapes (fittable ones)."""
     return ShapeRule(
         layers=power_fit([(s.params_b, s.fields["layers"]) for s in shapes]),
         hidden=power_fit([(s.params_b, s.fields["hidden"]) for s in shapes]),
@@ -92,9 +102,10 @@ def fit_rule(shapes: Sequence[Shape]) -> ShapeRule:
     )
 
 
-def catalog_rule(models: Sequence[Model]) -> ShapeRule:
-    """The rule fitted over a catalog's dense models."""
-    return fit_rule(dense_shapes(models))
+def catalog_rule(models: Sequence[Model]) -> ShapeRule | None:
+    """The rule fitted over a catalog's dense models; None when they do not span sizes enough (fittable)."""
+    shapes = dense_shapes(models)
+    return fit_rule(shapes) if fittable(shapes) else None
 
 
 def estimated_architecture(rule: ShapeRule, params_b: float) -> Architecture:
@@ -147,12 +158,16 @@ class LeftOut:
 
 
 def left_out_errors(shapes: Sequence[Shape]) -> tuple[LeftOut, ...]:
-    """For layers, hidden size and the KV cache per token: each shape estimated by the rule fitted on the others."""
+    """For layers, hidden size and the KV cache per token: each shape estimated by the rule fitted on the others
+    (none when the others cannot be fitted)."""
     errors: dict[str, list[float]] = {"layers": [], "hidden": [], "kv_per_token": []}
     for index, shape in enumerate(shapes):
-        rule = fit_rule([s for i, s in enumerate(shapes) if i != index])
+        others = [s for i, s in enumerate(shapes) if i != index]
+        if not fittable(others):
+            continue
+        rule = fit_rule(others)
         guess = estimated_fields(rule, shape.params_b)
         for name in ("layers", "hidden"):
             errors[name].append(abs(guess[name] / shape.fields[name] - 1))
         errors["kv_per_token"].append(abs(kv_elements_per_token(guess) / kv_elements_per_token(shape.fields) - 1))
-    return tuple(LeftOut(name, statistics.median(found), max(found)) for name, found in errors.items())
+    return tuple(LeftOut(name, statistics.median(found), max(found)) for name, found in errors.items() if found)

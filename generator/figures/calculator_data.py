@@ -69,7 +69,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "sorts": list(SORTS),
             "oldWeights": rules.calculator_old_weights,
             "estimate": estimate_data(architecture.catalog_rule(catalog.models)),
-            "digits": SPEED_DIGITS,
+            "digits": {**SPEED_DIGITS, "rule": ESTIMATE_DIGITS},
             "currency": catalog.snapshot.currency,
             "modelFields": list(MODEL_FIELDS),
             "models": models,
@@ -124,8 +124,10 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
     )
 
 
-def estimate_data(rule: architecture.ShapeRule) -> dict:
-    """The rule as calculator.js's estimatedFields reads it."""
+def estimate_data(rule: architecture.ShapeRule | None) -> dict | None:
+    """The rule as calculator.js's estimatedFields reads it (None: a catalog too small to fit it, and no estimate)."""
+    if rule is None:
+        return None
     return {
         "layers": list(rule.layers),
         "hidden": list(rule.hidden),
@@ -134,7 +136,6 @@ def estimate_data(rule: architecture.ShapeRule) -> dict:
         "vocab": rule.vocab,
         "mlpRatio": rule.mlp_ratio,
         "models": rule.models,
-        "digits": ESTIMATE_DIGITS,
     }
 
 

@@ -169,7 +169,7 @@
     raw = filled.raw;
     var serving = raw.mode === "serve";
     ["params", "layers", "heads", "kv_heads", "head_dim"].concat(serving ? ["batch", "context", "prompt", "output"] : [], SIZES).forEach(function (field) {
-      checkNumber(data, raw, field, errors, values, false);
+      if (filled.waiting.indexOf(field) < 0) checkNumber(data, raw, field, errors, values, false);
     });
     if (serving) checkLengths(values, errors);
     checkNumber(data, raw, "experts", errors, values, true);
@@ -275,23 +275,22 @@
   function blank(value) { return String(value === null || value === undefined ? "" : value).trim() === ""; }
 
   // A custom model's empty architecture fields filled from its parameter count ({raw, estimated: {field: value}}),
-  // the fields given kept (and followed); an empty expert count is a dense model.
+  // the fields given kept (and followed); `waiting`: those left empty while the parameter count is refused (its own
+  // field says why); an empty expert count is a dense model.
   function withEstimates(data, raw) {
     var empty = ESTIMATED.filter(function (f) { return blank(raw[f]); }), params = parseNumber(raw.params);
-    var out = Object.assign({}, raw), estimated = null;
+    var out = Object.assign({}, raw), custom = raw.model === "custom";
     EXPERT_FIELDS.forEach(function (f) { if (blank(raw[f])) out[f] = "0"; });
-    if (raw.model !== "custom" || !empty.length || params.error || !(params.value > 0) || params.value > data.limits.max_params_b) {
-      return { raw: out, estimated: estimated };
-    }
+    if (!custom || !empty.length || !data.estimate) return { raw: out, estimated: null, waiting: [] };
+    if (params.error || !(params.value > 0) || params.value > data.limits.max_params_b) return { raw: out, estimated: null, waiting: empty };
     var given = {};
     ESTIMATED.forEach(function (f) {
       var v = parseNumber(raw[f]).value;
       if (v > 0 && Math.floor(v) === v && v <= data.limits[LIMITS[f]]) given[f] = v;
     });
-    var fields = estimatedFields(data.estimate, params.value, given);
-    estimated = {};
+    var fields = estimatedFields(data.estimate, params.value, given), estimated = {};
     empty.forEach(function (f) { out[f] = String(fields[f]); estimated[f] = fields[f]; });
-    return { raw: out, estimated: estimated };
+    return { raw: out, estimated: estimated, waiting: [] };
   }
 
   // A preset from its row (the page's own in the build's JSON, the others fetched): the fields data.modelFields names,
@@ -519,7 +518,7 @@
       roundingMode: "halfEven", minimumFractionDigits: data.digits.perMillion, maximumFractionDigits: data.digits.perMillion });
     var form = root.querySelector("form");
     var gb = function (v) { return fill(text.gb, { value: number.format(v) }); };
-    var coefficient = new Intl.NumberFormat(lang, { useGrouping: "always", maximumFractionDigits: data.estimate.digits,
+    var coefficient = new Intl.NumberFormat(lang, { useGrouping: "always", maximumFractionDigits: data.digits.rule,
       roundingMode: "halfEven" });
 
     function field(name) { return form.elements[name]; }
@@ -867,7 +866,9 @@
         try { parsed = JSON.parse(source); } catch (e) { error = ["json", {}]; }
         if (!error && !window.gpumemConfig) {
           pasteError = null;
-          return loadCounting().then(function () { paste(); render(); }, function () { pasteError = ["configFailed", {}]; render(); });
+          results.setAttribute("aria-busy", "true");
+          var done = function () { results.removeAttribute("aria-busy"); render(); };
+          return loadCounting().then(function () { paste(); done(); }, function () { pasteError = ["configFailed", {}]; done(); });
         }
         if (!error) {
           var counted = window.gpumemConfig.countConfig(data, parsed);
