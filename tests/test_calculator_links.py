@@ -276,3 +276,17 @@ def test_the_form_says_why_it_refuses_the_lengths(opened):
         "A prompt of 40,000 and an output of 1,000 tokens exceed the context of 32,768."
     )
     expect(page.locator('[data-result="total-gb"]')).to_have_text("Fix the marked fields to see the result.")
+
+
+def test_typing_a_parameter_count_over_a_preset_says_whose_the_rest_is(opened):
+    """The issue's reader who knows only "7 billion parameters": over the opening preset, the other fields are named
+    as its own; emptied, they are estimated, and the result comes back."""
+    page = opened("")
+    page.locator('[name="params"]').fill("7")
+    expect(page.locator("#calc-estimated")).to_have_text(
+        "The other model fields are Llama 3.1 8B's: empty them to estimate them from the parameter count."
+    )
+    for name in architecture.ESTIMATED:
+        page.locator(f'[name="{name}"]').fill("")
+    expect(page.locator("#calc-estimated")).to_contain_text("Estimated from the parameter count: Layers 33,")
+    expect(page.locator('[data-result="total-gb"]')).to_have_text("17.6 GB")
