@@ -1,7 +1,7 @@
 """The calculator's engines without a browser: the scripts a build published (minified, as a reader's browser gets
 them) run in QuickJS, an embedded JavaScript engine, so the fast tier compares them with the Python engines.
 
-At load time the scripts touch only `window` (they publish gpumemTraining, gpumemSpeed and gpumemCalculator on it)
+At load time the scripts touch only `window` (they publish gpumemTraining, gpumemSpeed, gpumemCalculator and gpumemConfig on it)
 and `document.getElementById("calculator")`, which is null here, so calculator.js starts no form. The stub below
 gives them that, and the page's #calculator-data, so a test's JavaScript reads the build's JSON as it does in
 Chromium: the same snippets run in both (see evaluate). QuickJS has no fetch: every preset file the build published
@@ -21,7 +21,7 @@ import quickjs
 from .project import published
 
 # In the page's order (templates/calculator.html): calculator.js reads window.gpumemTraining as it loads.
-SCRIPTS = ("training.js", "speed.js", "calculator.js")
+SCRIPTS = ("training.js", "speed.js", "calculator.js", "config.js")  # config.js: the page loads it when a reader pastes
 STUB = """
 var window = globalThis;
 var document = {getElementById: function (id) { return id === "calculator-data" ? {textContent: CALCULATOR_DATA} : null; }};

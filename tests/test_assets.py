@@ -204,14 +204,16 @@ def test_the_built_site_has_its_headers_and_links_only_published_assets(built_si
     linked, fetched = set(), set()
     for page in built_site.rglob("*.html"):
         linked.update(re.findall(r'(?:href|src)="/(assets/[^"]*)"', page.read_text()))
-        fetched.update(re.findall(r'data-presets="/(assets/[^"]*)"', page.read_text()))
-    assert linked == {f"assets/{name}" for name in assets if not name.startswith(presets)}
-    assert fetched == {f"assets/{presets}"}
+        fetched.update(re.findall(r'data-(?:presets|config)="/(assets/[^"]*)"', page.read_text()))
+    config = str(published(built_site, "config.js").relative_to(built_site))  # loaded when a reader pastes a config.json
+    assert linked == {f"assets/{name}" for name in assets if not name.startswith(presets)} - {config}
+    assert fetched == {f"assets/{presets}", config}
 
 
 def test_the_built_scripts_and_styles_are_the_minified_sources(built_site: Path):
     for name, minify in (
         ("calculator.js", minify_script),
+        ("config.js", minify_script),
         ("tables.js", minify_script),
         ("style.css", minify_css),
         ("tables.css", minify_css),

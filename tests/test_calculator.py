@@ -49,6 +49,8 @@ def raw_state(model: str, mode: str, weights: str, kv: str, batch: int, context:
     values = dict(zip(compute_calculator.ARCH_FIELDS, numbers, strict=True))
     values.update(model=model, mode=mode, weights=weights, kv=kv, gpus=gpus, batch=batch, context=context)
     values.update(prompt=DEFAULT_PROMPT, output=DEFAULT_OUTPUT, sort="price")
+    if context < DEFAULT_PROMPT + DEFAULT_OUTPUT:  # the form refuses a prompt and an output beyond the context
+        values.update(prompt=context - context // 2, output=context // 2)
     return {key: str(value) for key, value in values.items()}
 
 
@@ -127,7 +129,7 @@ def generated_cases() -> list[dict]:
     for weights in DEPLOY.weight_formats:
         for kv in usable_kv(weights):
             for model in (*PRESETS, "custom"):
-                batch, context = rng.choice([1, 2, 8, 64]), rng.choice([1, 100, 4096, 8192, 32768, 131072, 1_000_000])
+                batch, context = rng.choice([1, 2, 8, 64]), rng.choice([2, 100, 4096, 8192, 32768, 131072, 1_000_000])
                 custom = custom_numbers(rng) if model == "custom" else None
                 raw = raw_state(model, "serve", weights, kv, batch, context, custom)
                 counts = gpu_choices(model_of(raw), weights) or (1,)
@@ -153,7 +155,7 @@ def generated_cases() -> list[dict]:
     tiny = (0.001, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0)
     for mode in ("serve",):
         cases.append(raw_state("custom", mode, "fp32", "bf16", int(limits["max_batch"]), int(limits["max_context"]), top))
-        cases.append(raw_state("custom", mode, "q2_k", "q4_0", 1, 1, tiny))
+        cases.append(raw_state("custom", mode, "q2_k", "q4_0", 1, 2, tiny))  # a prompt and an output of one token
         cases.append(raw_state("gemma-3-27b", mode, "bf16", "fp8", 3, 1024, None, 2))
         cases.append(raw_state("gpt-oss-20b", mode, "mxfp4", "bf16", 5, 129, None, 4))
         cases.append(raw_state("deepseek-v3", mode, "fp8", "fp8", 2, 163840, None, 8))
@@ -265,7 +267,7 @@ def test_pasted_configs_count_like_python(scripts: Scripts):
     results = scripts.evaluate(
         """configs => {
             const data = JSON.parse(document.getElementById("calculator-data").textContent);
-            return configs.map(config => window.gpumemCalculator.countConfig(data, config));
+            return configs.map(config => window.gpumemConfig.countConfig(data, config));
         }""",
         configs,
     )
@@ -325,6 +327,7 @@ def test_pasting_a_config_fills_the_fields_and_gives_the_python_result(calculato
 def test_a_pasted_moe_config_survives_its_link(calculator: Page):
     path = REPO / "tests/fixtures/hf_configs/deepseek-v3.json"
     calculator.locator('[name="config"]').fill(path.read_text())
+    loaded(calculator)  # config.js, which counts it, comes when a reader first pastes
     counted = count(json.loads(path.read_text()), LIMITS)
     model = compute_calculator.custom_model(counted.params / 1e9, counted.arch)
     expected = compute_calculator.serving(CATALOG, SHOP, model, counted.release, "bf16", 1, 8192, 1)
@@ -439,15 +442,22 @@ def test_url_round_trip(calculator: Page, site_url: str):
     assert total(calculator) == pytest.approx(python_total(raw_state("custom", "serve", "q4_k_m", "q8_0", 3, 8192, custom, 5)), rel=1e-12)
 
 
-def test_old_links_with_int4_open_on_the_release_format(calculator: Page, site_url: str):
+def test_old_links_with_int4_open_on_the_default_4bit_format_and_say_so(calculator: Page, site_url: str):
     calculator.goto(f"{site_url}/en/calculator/?model=gpt-oss-120b&mode=serve&weights=int4&kv=int4&batch=2&context=4096")
     loaded(calculator)
-    release = CATALOG.model("gpt-oss-120b").release
-    expect(calculator.locator('[name="weights"]')).to_have_value(release)
+    assert RULES.calculator_old_weights == {"int4": "awq"}
+    expect(calculator.locator('[name="weights"]')).to_have_value("awq")
     expect(calculator.locator('[name="kv"]')).to_have_value(RULES.calculator_defaults["kv"])
-    expect(calculator.locator("#calc-weights-error")).to_have_text("")
-    raw = raw_state("gpt-oss-120b", "serve", release, RULES.calculator_defaults["kv"], 2, 4096)
+    expect(calculator.locator("#calc-notices li")).to_have_text(
+        [
+            "The link's weights=int4 is an earlier calculator's: using AWQ 4-bit, the default 4-bit format.",
+            "The link's kv=int4 is unknown: using BF16.",
+        ]
+    )
+    raw = raw_state("gpt-oss-120b", "serve", "awq", RULES.calculator_defaults["kv"], 2, 4096)
     assert total(calculator) == pytest.approx(python_total(raw), rel=1e-12)
+    calculator.select_option('[name="kv"]', "fp8")  # the reader's own choice settles the link's
+    expect(calculator.locator("#calc-notices li")).to_have_count(1)
 
 
 def test_a_gpu_count_vllm_rejects_lists_the_valid_counts(calculator: Page):
@@ -487,7 +497,7 @@ def test_a_llamacpp_cache_with_vllm_weights_is_a_clear_message(calculator: Page)
         ("kv_heads", "7", "KV heads must divide the 64 attention heads."),
         ("params", "1e400", "This number is too large."),
         ("gpus", "0", "Enter a number above zero."),
-        ("hidden", "", "Enter a value."),
+        ("hidden", "-1", "Enter a number above zero."),  # empty, it is estimated from the parameter count
         ("vocab", "2.5", "Enter a whole number."),
     ],
 )

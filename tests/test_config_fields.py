@@ -180,7 +180,7 @@ REFUSAL = """([configs, show]) => {
     const page = JSON.parse(document.getElementById("calculator-data").textContent);
     const calc = window.gpumemCalculator;
     return configs.map(config => {
-        const counted = calc.countConfig(page, config);
+        const counted = window.gpumemConfig.countConfig(page, config);
         return counted.error ? calc.errorText(MESSAGES, counted.error, eval(show)) : null;
     });
 }"""

@@ -178,3 +178,56 @@ def test_llamacpp_splits_layers_not_kv_heads():
     assert data["kv_bytes_per_token_per_gpu"] == 11 * 2 * 8 * 128 * 2
     assert data["kv_cache_bytes_per_gpu"] == 11 * 2 * 8 * 128 * 2 * 8192
     assert data["valid_gpu_counts"] == [1, 2, 4, 8]
+
+
+ESTIMATED_LINE = (
+    "  Architecture estimated from the parameter count: 33 layers, hidden size 4,096, 32 heads of 128, 8 KV heads, "
+    "vocabulary 129,664, MLP width 14,336 (layers = 16.710 x P^0.352, hidden = 1965.487 x P^0.325, fitted over 20 catalog "
+    "dense models)"
+)
+
+
+def test_a_parameter_count_alone_is_estimated_and_says_so():
+    done = estimate("--params", "7")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:3] == [
+        "7B parameters, BF16 weights, BF16 KV cache, 1 request(s) of 8,192 tokens on 1 GPU(s):",
+        ESTIMATED_LINE,
+        "  weights      14.0 GB (13.0 GiB) in all, 14.0 GB (13.0 GiB) per GPU",
+    ]
+    assert lines[5] == "  total        17.6 GB (16.4 GiB) per GPU"  # the calculator's 17.6 GB for ?params=7 (test_calculator_links.py)
+    data = json.loads(estimate("--params", "7", "--json").stdout)
+    assert data["model"] == "estimated" and data["total_bytes_per_gpu"] == 17_598_800_650
+    assert data["estimated_architecture"] == {
+        "layers": 33, "heads": 32, "kv_heads": 8, "head_dim": 128, "hidden": 4096, "vocab": 129664, "intermediate": 14336,
+    }  # fmt: skip
+    tuning = estimate("--params", "7", "--mode", "lora")
+    assert tuning.returncode == 0 and tuning.stdout.splitlines()[1] == ESTIMATED_LINE
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--params", "0"), "--params: expected billions of parameters above 0 and at most 5,000, got 0"),
+        (("--params", "6000"), "--params: expected billions of parameters above 0 and at most 5,000, got 6000"),
+    ],
+)
+def test_a_parameter_count_out_of_bounds_is_refused(args, message):
+    done = estimate(*args)
+    assert (done.returncode, done.stderr.splitlines()[0]) == (1, message)
+
+
+def test_a_parameter_count_and_a_model_are_one_too_many():
+    done = estimate("--params", "7", "--model", "llama-3.1-8b")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == "Error: give exactly one of --model ID, --config PATH or --params BILLIONS"
+
+
+def test_a_catalog_too_small_to_fit_the_rule_says_so():
+    # The golden fixture's dense models are of 8.0 and 9.2 billion parameters: no rule spans them (engines/architecture.py).
+    done = gpumem("estimate", "--catalogs", str(REPO / "tests/golden/fixture/catalogs"), "--params", "7")
+    assert (done.returncode, done.stderr.splitlines()[0]) == (
+        1,
+        "--params: the catalog's dense models span too few sizes to fit the estimate on (the largest at least twice the smallest)",
+    )

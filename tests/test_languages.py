@@ -197,8 +197,9 @@ def phrases(names: list[str] | tuple[str, ...], flags: int = 0) -> re.Pattern[st
 WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 
 
-# Placeholders of the calculator's messages, and config.json keys such as num_key_value_heads.
-CODE_WORDS = re.compile(r"%\(\w+\)s|\b\w+_\w+\b")
+# Placeholders of the calculator's messages, config.json keys such as num_key_value_heads, and a link's parameters as
+# the link writes them (model=, weights=: the calculator names the value it could not honour).
+CODE_WORDS = re.compile(r"%\(\w+\)s|\b\w+_\w+\b|\b\w+=")
 
 
 def english_words(text: str, names: re.Pattern[str], loanwords: re.Pattern[str] | None, banned: frozenset[str]) -> list[tuple[str, str]]:

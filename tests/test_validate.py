@@ -316,3 +316,12 @@ def test_a_licence_is_a_name_a_kind_and_a_link(root, written, expected):
     edit(root / MODELS, f"    license: {LLAMA_2_LICENSE}\n", f"    license: {written}\n")
     line = line_of(root / MODELS, f"    license: {written}")
     assert problems(root) == [f"catalogs/models.yaml:{line}: llama-2-7b: {message}" for message in expected]
+
+
+def test_an_old_weight_name_maps_to_a_known_format(root):
+    edit(root / RULES, "    int4: awq\n", "    int4: awq4\n")
+    line = line_of(root / RULES, "int4: awq4")
+    assert problems(root) == [
+        f"catalogs/rules.yaml:{line}: rules: calculator.old_weights.int4: unknown weight format 'awq4' (expected awq, bf16, fp16, fp32, "
+        "fp8, gptq, int8, mxfp4, nf4, q2_k, q3_k_m, q4_0, q4_k_m, q5_k_m, q6_k or q8_0)"
+    ]

@@ -78,7 +78,7 @@ RULE_FIELDS: tuple[tuple[str, str, str, Any], ...] = (
 # The calculator's bounds, which a config.json's counts keep too (catalog/config_fields.py).
 LIMITS = ("max_params_b max_layers max_heads max_head_dim max_batch max_context max_hidden max_vocab max_intermediate max_experts").split()
 # Keys a block holds besides its RULE_FIELDS and its source.
-EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", *LIMITS)}
+EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", "old_weights", *LIMITS)}
 RULE_SECTIONS = (
     "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
     "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training speed api_page references"
@@ -119,6 +119,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     )
     training = read_training(top, sources, values["deployment"].weight_formats if values["deployment"] else None, model_ids)
     known = values["deployment"].weight_formats if values["deployment"] else {}
+    values["calculator_old_weights"] = _old_weights(calculator, known, sources) if calculator else None
     api_page = read_api_page(top, sources) if "api_page" in data else None
     kv_known = values["deployment"].kv_formats if values["deployment"] else {}
     values["speed"] = read_speed(top, sources, set(known), set(kv_known)) if "speed" in data else None
@@ -178,6 +179,22 @@ def _calculator_defaults(
     }
     calculator.failed = calculator.failed or section.failed
     return None if section.failed else defaults
+
+
+def _old_weights(calculator: Entry, known: Iterable[str], sources: dict[str, str]) -> dict[str, str] | None:
+    """Weight formats an earlier calculator's links name, each with the format such a link opens now, and why."""
+    if "old_weights" not in calculator.data:
+        return {}
+    section = calculator.section("old_weights")
+    if section is None:
+        return None
+    source = section.get("source", citation)
+    if source:
+        sources["calculator.old_weights"] = source
+    names = one_of(known, "weight format")
+    found = {str(name): section.get(str(name), names) for name in section.data if name != "source"}
+    calculator.failed = calculator.failed or section.failed
+    return None if section.failed else found
 
 
 def _facts(top: Entry, sources: dict[str, str]) -> dict[str, tuple[float, float]] | None:

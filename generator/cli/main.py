@@ -207,6 +207,7 @@ def prices_diff(old: Path, new: Path, catalogs: Path | None) -> None:
 @main.command("estimate")
 @click.option("--model", "model_id", help="A catalog model id.")
 @click.option("--config", type=click.Path(path_type=Path, dir_okay=False), help="A Hugging Face config.json instead of a catalog model.")
+@click.option("--params", type=float, help="Billions of parameters instead of a model: the architecture is estimated from them.")
 @click.option(
     "--mode", type=click.Choice(("serve", "full", "lora", "qlora")), default="serve", show_default=True, help="Serve, or fine-tune."
 )
@@ -265,8 +266,8 @@ def estimate_command(
     prompt = speed.DEFAULT_PROMPT if prompt is None else prompt
     output = speed.DEFAULT_OUTPUT if output is None else output
 
-    if (model_id is None) == (config is None):
-        raise click.UsageError("give exactly one of --model ID or --config PATH")
+    if [model_id, config, options["params"]].count(None) != 2:
+        raise click.UsageError("give exactly one of --model ID, --config PATH or --params BILLIONS")
     if gpu_id is not None and not with_speed:
         raise click.UsageError("--gpu picks the configuration --speed reports: give --speed too")
     fields = estimate_training.TRAINING_FLAGS

@@ -14,7 +14,7 @@ from gpumem.catalog.inputs import label, load_catalog
 from gpumem.catalog.load import parse_json, read_text, read_yaml
 from gpumem.catalog.rules import read_rules
 from gpumem.catalog.validate import Invalid
-from gpumem.engines import deployment
+from gpumem.engines import architecture, deployment
 from gpumem.engines.sizing import Fit, deployment_fits, offered_configurations
 from gpumem.errors import BuildError, Problems
 from gpumem.records.catalog import Catalog, Model
@@ -22,6 +22,7 @@ from gpumem.records.engines import DeploymentRules
 
 GB = 1e9
 GIB = 2**30
+ESTIMATED_ID = "estimated"  # the id of a model --params describes
 MOST_GPUS = "the most GPUs one machine holds (rules.yaml's max_gpus_per_machine)"
 
 
@@ -31,6 +32,7 @@ class Request:
 
     model: str | None = None
     config: Path | None = None
+    params: float | None = None  # billions, the architecture estimated from them (engines/architecture.py)
     weights: str | None = None
     kv: str = "bf16"
     gpus: int = 1
@@ -80,10 +82,36 @@ def model_of(catalog: Catalog, request: Request) -> Model:
             return model_from_config(config, limits, request.config.stem, request.config.stem, "https://huggingface.co")
         except Invalid as error:
             raise BuildError([f"{request.config}: {error}"]) from None
+    if request.params is not None:
+        return estimated_model(catalog, request.params)
     known = {m.id: m for m in catalog.models}
     if request.model not in known:
         raise BuildError([f"--model: unknown model {request.model!r} (a catalog id, e.g. {catalog.models[0].id}; or pass --config)"])
     return known[request.model]
+
+
+def estimated_model(catalog: Catalog, params_b: float) -> Model:
+    """A model of `params_b` billion parameters whose architecture the catalog's dense models estimate."""
+    most = catalog.rules.calculator_limits["max_params_b"]
+    if not 0 < params_b <= most:
+        raise BuildError([f"--params: expected billions of parameters above 0 and at most {most:,g}, got {params_b:g}"])
+    rule = architecture.catalog_rule(catalog.models)
+    if rule is None:
+        too_few = "the catalog's dense models span too few sizes to fit the estimate on (the largest at least twice the smallest)"
+        raise BuildError([f"--params: {too_few}"])
+    arch = architecture.estimated_architecture(rule, params_b)
+    name = f"{params_b:g}B parameters"
+    return Model(ESTIMATED_ID, name, "custom", "", params_b, None, int(catalog.rules.calculator_limits["max_context"]), arch, None, "")
+
+
+def estimated_line(catalog: Catalog, model: Model) -> str:
+    """What the parameter count estimated, and the rule (printed under an estimated model's breakdown)."""
+    rule, arch = architecture.catalog_rule(catalog.models), model.arch
+    assert rule is not None  # estimated_model fitted it
+    shape = f"{arch.layers} layers, hidden size {arch.hidden:,}, {arch.heads} heads of {arch.head_dim}, {arch.kv_heads} KV heads, "
+    shape += f"vocabulary {arch.vocab:,}, MLP width {arch.intermediate:,}"
+    law = f"layers = {rule.layers[0]:.3f} x P^{rule.layers[1]:.3f}, hidden = {rule.hidden[0]:.3f} x P^{rule.hidden[1]:.3f}"
+    return f"Architecture estimated from the parameter count: {shape} ({law}, fitted over {rule.models} catalog dense models)"
 
 
 def estimate(catalogs: Path, request: Request) -> Estimate:
@@ -139,6 +167,7 @@ def as_json(result: Estimate) -> str:
     need = result.need
     data = {
         "model": result.model.id,
+        **({"estimated_architecture": estimated_fields(result.model)} if result.model.id == ESTIMATED_ID else {}),
         "weights": result.weights,
         "kv": result.kv,
         "context": result.context,
@@ -180,6 +209,8 @@ def as_text(result: Estimate, currency: str = "USD") -> str:
         _split_line(fmt.runtime, result.valid_gpu_counts),
         f"Configurations on offer that hold it (per GPU: need / {result.rules.utilization:.0%} of the card), cheapest first:",
     ]
+    if model.id == ESTIMATED_ID and result.catalog is not None:
+        lines.insert(1, "  " + estimated_line(result.catalog, model))
     for fit in result.fits:
         config = fit.configuration
         tag = "comfortable" if fit.comfortable else "tight"
@@ -190,6 +221,13 @@ def as_text(result: Estimate, currency: str = "USD") -> str:
     if not result.fits:
         lines.append("  none: it needs more than one machine of the largest GPUs on offer")
     return "\n".join(lines)
+
+
+def estimated_fields(model: Model) -> dict[str, int]:
+    """An estimated model's numbers, named as the calculator's fields."""
+    a = model.arch
+    values = (a.layers, a.heads, a.kv_heads, a.head_dim, a.hidden, a.vocab, a.intermediate)
+    return dict(zip(architecture.ESTIMATED, values, strict=True))
 
 
 # What the runtime line counts for each runtime (engines/deployment.runtime_bytes_per_gpu).

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpumem.catalog.inputs import load_catalog
-from gpumem.commands.estimate import Request, model_of, size_text
+from gpumem.commands.estimate import ESTIMATED_ID, Request, estimated_line, model_of, size_text
 from gpumem.engines import training as engine
 from gpumem.engines.sizing import Configuration, offered_configurations
 from gpumem.errors import BuildError
@@ -63,6 +63,7 @@ class TrainingEstimate:
     setup: engine.TrainingSetup
     need: engine.Training
     fits: tuple[Fit, ...]
+    estimated: str = ""  # what --params estimated, and the rule
 
 
 def check_flags(request: Request, training: TrainingRequest) -> None:
@@ -129,7 +130,7 @@ def estimate(catalogs: Path, request: Request, training: TrainingRequest) -> Tra
         raise BuildError([str(error)]) from None
     configurations = offered_configurations(catalog.gpus, catalog.snapshot.offers, (setup.gpus,))
     fits = tuple(Fit(c, c.gpu.runtime_bytes) for c in holding(need.total_bytes_per_gpu, configurations))
-    return TrainingEstimate(model, setup, need, fits)
+    return TrainingEstimate(model, setup, need, fits, estimated_line(catalog, model) if model.id == ESTIMATED_ID else "")
 
 
 def as_json(result: TrainingEstimate) -> str:
@@ -194,6 +195,8 @@ def as_text(result: TrainingEstimate, currency: str = "USD") -> str:
         f"  total        {size_text(need.total_bytes_per_gpu)} per GPU",
         f"Configurations of {setup.gpus} GPU(s) on offer whose cards hold it, cheapest first:",
     ]
+    if result.estimated:
+        lines.insert(1, f"  {result.estimated}")
     for fit in result.fits:
         config = fit.configuration
         lines.append(

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 
 from gpumem.catalog import config_fields, hf_config
-from gpumem.engines import deployment
+from gpumem.engines import architecture, deployment
 from gpumem.engines.sizing import Configuration
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, SECONDS_PER_HOUR
 from gpumem.figures.calculator import SORTS, SPEED_DIGITS, default_gpus
@@ -37,6 +37,8 @@ RUNTIME_NAMES = {"vllm": "vLLM", "llama.cpp": "llama.cpp"}
 # With its script, the calculator lists this many configurations (the cheapest) and a button shows the rest.
 SHOWN_CONFIGURATIONS = 5
 RELEASE_METHODS = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq", "bitsandbytes": "nf4"}
+# Decimals the calculator shows the estimate's rule with (16.71 x P^0.352).
+ESTIMATE_DIGITS = 3
 # A preset's numbers in the calculator's JSON, one row per model in this order (the keys are written once).
 MODEL_FIELDS = ("id", "params", "layers", "heads", "kvHeads", "headDim", "hidden", "vocab", "intermediate", "release")
 # A GPU on offer in the calculator's JSON, a row in this order (the last left out when unknown).
@@ -65,7 +67,9 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
                 "sort": SORTS[0],
             },
             "sorts": list(SORTS),
-            "digits": SPEED_DIGITS,
+            "oldWeights": rules.calculator_old_weights,
+            "estimate": estimate_data(architecture.catalog_rule(catalog.models)),
+            "digits": {**SPEED_DIGITS, "rule": ESTIMATE_DIGITS},
             "currency": catalog.snapshot.currency,
             "modelFields": list(MODEL_FIELDS),
             "models": models,
@@ -118,6 +122,21 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             },
         }
     )
+
+
+def estimate_data(rule: architecture.ShapeRule | None) -> dict | None:
+    """The rule as calculator.js's estimatedFields reads it (None: a catalog too small to fit it, and no estimate)."""
+    if rule is None:
+        return None
+    return {
+        "layers": list(rule.layers),
+        "hidden": list(rule.hidden),
+        "headDim": rule.head_dim,
+        "kvHeads": rule.kv_heads,
+        "vocab": rule.vocab,
+        "mlpRatio": rule.mlp_ratio,
+        "models": rule.models,
+    }
 
 
 @dataclass(frozen=True)

@@ -213,6 +213,7 @@ class Rules:
     facts: dict[str, tuple[float, float]] = field(default_factory=dict)
     calculator_limits: dict[str, float] = field(default_factory=dict)
     calculator_defaults: dict[str, Any] = field(default_factory=dict)
+    calculator_old_weights: dict[str, str] = field(default_factory=dict)  # an earlier calculator's weights= -> the format now
     sources: dict[str, str] = field(default_factory=dict)
     deployment: DeploymentRules | None = None
     speed: SpeedRules | None = None

@@ -114,11 +114,10 @@
     return need;
   }
 
-  // A pasted config.json: hf_config.count, operation for operation, its fields read as config_fields.py reads them.
+  // Helpers of the link's extra= and of config.js (the pasted config.json's counting, loaded when a reader pastes).
 
   function isDict(value) { return value !== null && typeof value === "object" && !Array.isArray(value); }
   function has(object, name) { return Object.prototype.hasOwnProperty.call(object, name); }
-  function truthy(value) { return Array.isArray(value) ? value.length > 0 : isDict(value) ? Object.keys(value).length > 0 : !!value; }
   function get(object, name, fallback) { return has(object, name) ? object[name] : fallback; }
 
   // config_fields.shown: JSON, long text cut, big numbers by size ({shown: key} is worded by the page's messages).
@@ -135,180 +134,6 @@
     }
     if (Array.isArray(value)) return { shown: "list", values: { count: value.length } };
     return { shown: "object" };
-  }
-
-  // config_fields.count_of: a JSON integer, `least` (1 unless given) or more, within its field's bound in data.limits.
-  function fields(data, config, prefix) {
-    var k = data.counting;
-    function count(name, fallback, least) {
-      var value = get(config, name, fallback === undefined ? null : fallback), field = (prefix || "") + name;
-      least = least === undefined ? 1 : least;
-      // Infinity: a literal too large for a double (1e400), beyond every bound as config_fields.whole_number says.
-      if (typeof value !== "number" || !(Number.isInteger(value) || value === Infinity) || value < least) {
-        throw [least ? "integer" : "zeroOrMore", { field: field, value: shown(k, value) }];
-      }
-      var limit = data.limits[k.fieldLimits[name]];
-      if (value > limit) throw ["configMax", { field: field, limit: limit, value: shown(k, value) }];
-      return value;
-    }
-    return {
-      config: config,
-      count: count,
-      optional: function (name) { return get(config, name, null) === null ? 0 : count(name, undefined, 0); },
-      get: function (name) { return get(config, name, null); }
-    };
-  }
-
-  function countConfig(data, config) {
-    try {
-      return countChecked(data, config);
-    } catch (error) {
-      if (Array.isArray(error)) return { error: error };  // [message key, values]
-      throw error;
-    }
-  }
-
-  function countChecked(data, config) {
-    var k = data.counting;
-    if (!isDict(config)) throw ["object", {}];
-    var kind = get(config, "model_type", null);
-    if (k.architectures.indexOf(kind) < 0) {
-      throw ["modelType", { value: shown(k, kind), list: k.architectures.join(", ") }];
-    }
-    if (isDict(config.text_config)) {
-      var merged = {};
-      Object.keys(config.text_config).forEach(function (key) { merged[key] = config.text_config[key]; });
-      ["model_type", "quantization_config", "vision_config"].forEach(function (key) { merged[key] = get(config, key, null); });
-      config = merged;
-    }
-    var f = fields(data, config);
-    var hidden = f.count("hidden_size"), layers = f.count("num_hidden_layers"), vocab = f.count("vocab_size");
-    var heads = f.count("num_attention_heads");
-    var kvHeads = f.count("num_key_value_heads", heads);
-    if (heads % kvHeads) throw ["kvDivide", { kv_heads: kvHeads, heads: heads }];
-    var tied = get(config, "tie_word_embeddings", k.fourNormKinds.indexOf(kind) >= 0);
-    if (typeof tied !== "boolean") throw ["configBoolean", { field: "tie_word_embeddings", value: shown(k, tied) }];
-    var attentionParams, attention, headDim;
-    if (kind.indexOf("deepseek") === 0) {
-      var mla = countMla(f, hidden, heads);
-      attentionParams = mla[0]; attention = mla[1]; headDim = mla[2];
-    } else {
-      headDim = f.count("head_dim", Math.floor(hidden / heads));
-      attentionParams = hidden * heads * headDim * 2 + hidden * kvHeads * headDim * 2;
-      if (k.qkvBias.indexOf(kind) >= 0) attentionParams += heads * headDim + 2 * kvHeads * headDim;
-      if (kind === "gpt_oss") attentionParams += heads * headDim + 2 * kvHeads * headDim + hidden + heads;
-      if (k.qkNorm.indexOf(kind) >= 0) attentionParams += 2 * headDim;
-      attention = countWindow(k, f, kind, layers);
-    }
-    var norms = (k.fourNormKinds.indexOf(kind) >= 0 ? k.fourNorms : 2) * hidden;
-    var mlp = countMlp(k, f, kind, hidden, layers), mlpWidth = mlp.pop();
-    var embeddings = vocab * hidden * (tied ? 1 : 2);
-    var params = embeddings + layers * (attentionParams + norms) + mlp[0] + hidden;
-    var active = mlp[2] ? embeddings + layers * (attentionParams + norms) + mlp[1] + hidden : null;
-    var arch = { layers: layers, heads: heads, kvHeads: kvHeads, headDim: headDim, attention: attention, hidden: hidden,
-      vocab: vocab, tied: tied, intermediate: mlpWidth, experts: mlp[2] };
-    var context = f.count("max_position_embeddings", k.defaultContext);
-    var vision = countVision(data, get(config, "vision_config", null), hidden);
-    if (params + vision > data.limits.max_params_b * 1e9) {
-      throw ["paramsMax", { params: (params + vision) / 1e9, limit: data.limits.max_params_b }];
-    }
-    return { params: params, active: active, arch: arch, context: context, release: countRelease(k, config), vision: vision };
-  }
-
-  function countVision(data, vision, textHidden) {
-    if (!isDict(vision)) return 0;
-    var k = data.counting, f = fields(data, vision, "vision_config.");
-    var width = f.count("hidden_size"), mlp = f.count("intermediate_size"), depth = f.count("num_hidden_layers");
-    var patch = f.count("patch_size"), image = f.count("image_size");
-    if (patch > image) throw ["patchSize", { patch: patch, image: image }];
-    var side = Math.floor(image / patch);
-    var patches = k.channels * patch * patch * width + width + side * side * width;
-    var layer = k.attentionMatrices * (width * width + width) + 2 * width * mlp + mlp + width + k.attentionMatrices * width;
-    var projector = width * textHidden + width;
-    return patches + depth * layer + 2 * width + projector;
-  }
-
-  function countMla(f, hidden, heads) {
-    var kvRank = f.count("kv_lora_rank");
-    var rope = f.count("qk_rope_head_dim"), nope = f.count("qk_nope_head_dim"), value = f.count("v_head_dim");
-    var queries;
-    if (f.get("q_lora_rank") === null) {
-      queries = hidden * heads * (nope + rope);
-    } else {
-      var qRank = f.count("q_lora_rank");
-      queries = hidden * qRank + qRank + qRank * heads * (nope + rope);
-    }
-    var params = queries + hidden * (kvRank + rope) + kvRank + kvRank * heads * (nope + value) + heads * value * hidden;
-    return [params, { kind: "mla", window: 0, slidingLayers: 0, latent: kvRank + rope, rank: kvRank }, nope + rope];
-  }
-
-  // config_fields.layer_types: one attention type per layer, when the config lists them.
-  function layerTypes(k, f, layers) {
-    var types = f.get("layer_types");
-    if (types === null) return null;
-    if (!Array.isArray(types) || types.some(function (item) { return k.layerTypes.indexOf(item) < 0; })) {
-      throw ["layerTypes", { value: shown(k, types) }];
-    }
-    if (types.length !== layers) throw ["layerCount", { count: types.length, layers: layers }];
-    return types;
-  }
-
-  function countWindow(k, f, kind, layers) {
-    var full = FULL;
-    var window = f.get("sliding_window"), types = layerTypes(k, f, layers), sliding;
-    if (types !== null && truthy(window)) {
-      sliding = types.filter(function (item) { return item === "sliding_attention"; }).length;
-    } else if ((kind === "gemma2" || kind === "gpt_oss") && truthy(window)) {
-      sliding = Math.floor(layers / 2) + (kind === "gpt_oss" ? layers % 2 : 0);
-    } else if (kind === "gemma3" && truthy(window)) {
-      var pattern = f.count("sliding_window_pattern", k.gemma3Pattern);
-      sliding = layers - Math.floor(layers / pattern);
-    } else {
-      return full;
-    }
-    return sliding ? { kind: "sliding", window: f.count("sliding_window"), slidingLayers: sliding, latent: 0 } : full;
-  }
-
-  // Experts each token uses: at most the experts there are.
-  function activeExperts(f, count, fallback) {
-    var active = f.count("num_experts_per_tok", fallback);
-    if (active > count) throw ["expertsActive", { active: active, count: count }];
-    return active;
-  }
-
-  // [all layers' MLP parameters, those one token uses, the experts block, the dense width]
-  function countMlp(k, f, kind, hidden, layers) {
-    var m = k.gatedMatrices, dense;
-    if (kind === "mixtral" || kind === "qwen3_moe" || kind === "gpt_oss") {
-      var count = f.count(kind === "qwen3_moe" ? "num_experts" : "num_local_experts");
-      var active = activeExperts(f, count, kind === "mixtral" ? k.mixtralActive : undefined);
-      var width = f.count(kind === "qwen3_moe" ? "moe_intermediate_size" : "intermediate_size");
-      var expert = m * hidden * width + (kind === "gpt_oss" ? 2 * width + hidden : 0);
-      var router = hidden * count + (kind === "gpt_oss" ? count : 0);
-      dense = f.count("intermediate_size", width);
-      return [layers * (count * expert + router), layers * (active * expert + router),
-        { count: count, active: active, intermediate: width, shared: 0, denseLayers: 0 }, dense];
-    }
-    dense = f.count("intermediate_size");
-    if (kind.indexOf("deepseek") !== 0) return [layers * m * hidden * dense, layers * m * hidden * dense, null, dense];
-    var routed = f.count("n_routed_experts"), used = activeExperts(f, routed, undefined);
-    var moeWidth = f.count("moe_intermediate_size"), shared = f.optional("n_shared_experts");
-    var firstDense = f.optional("first_k_dense_replace");
-    if (firstDense >= layers) throw ["denseLayers", { dense: firstDense, layers: layers }];
-    var moeLayers = layers - firstDense, one = m * hidden * moeWidth;
-    var gate = hidden * routed + (kind === "deepseek_v3" ? routed : 0);
-    var total = firstDense * m * hidden * dense + moeLayers * ((routed + shared) * one + gate);
-    var token = firstDense * m * hidden * dense + moeLayers * ((used + shared) * one + gate);
-    return [total, token, { count: routed, active: used, intermediate: moeWidth, shared: shared, denseLayers: firstDense }, dense];
-  }
-
-  function countRelease(k, config) {
-    var quantization = get(config, "quantization_config", null);
-    if (isDict(quantization)) {
-      var method = String(get(quantization, "quant_method", "")).toLowerCase();
-      return has(k.releaseMethods, method) ? k.releaseMethods[method] : "bf16";
-    }
-    return get(config, "torch_dtype", null) === "float16" ? "fp16" : "bf16";
   }
 
   // Reads one field: a number written with "." or "," as decimal mark, no grouping.
@@ -340,11 +165,13 @@
 
   // A raw state checked: {state} or {errors: {field: [key, values]}}. `pasted`: what a config.json says beyond the fields.
   function validate(data, raw, pasted) {
-    var errors = {}, values = {};
+    var errors = {}, values = {}, filled = withEstimates(data, raw);
+    raw = filled.raw;
     var serving = raw.mode === "serve";
     ["params", "layers", "heads", "kv_heads", "head_dim"].concat(serving ? ["batch", "context", "prompt", "output"] : [], SIZES).forEach(function (field) {
-      checkNumber(data, raw, field, errors, values, false);
+      if (filled.waiting.indexOf(field) < 0) checkNumber(data, raw, field, errors, values, false);
     });
+    if (serving) checkLengths(values, errors);
     checkNumber(data, raw, "experts", errors, values, true);
     if (values.experts) {
       checkNumber(data, raw, "experts_active", errors, values, false);
@@ -385,7 +212,8 @@
     }
     var state = { model: raw.model, mode: raw.mode, weights: raw.weights, kv: raw.kv, params: values.params,
       vision: extra.vision, batch: values.batch, context: values.context, gpus: values.gpus, arch: arch, training: tuning,
-      active: preset && preset.active || null, prompt: values.prompt, output: values.output, sort: raw.sort };
+      active: preset && preset.active || null, prompt: values.prompt, output: values.output, sort: raw.sort,
+      estimated: filled.estimated };
     if (tuning && !Object.keys(errors).length) {
       tuning.gpus = values.gpus;
       tuning.targets = tuning.method === "full" ? [] : engine.targetsOf(data, tuning.targetPreset, arch);
@@ -398,19 +226,71 @@
 
   // The fine-tuning fields checked into the training engine's settings (gpumem estimate's flags).
   function checkTraining(data, raw, errors, values) {
-    var tr = data.training, lora = raw.mode !== "full";
+    var lora = raw.mode !== "full";
     ["seq", "micro_batch"].concat(lora ? ["lora_rank"] : []).forEach(function (field) {
       checkNumber(data, raw, field, errors, values, false);
     });
-    var choices = { checkpointing: tr.checkpointing, flash_attention: SWITCHES, optimizer: Object.keys(tr.optimizers),
-      precision: Object.keys(tr.precisions), zero: tr.zero.map(String), offload: SWITCHES };
-    if (lora) choices.lora_targets = Object.keys(tr.targets);
-    if (raw.mode === "qlora") choices.fp32_unquantized = SWITCHES;
+    var choices = trainingChoices(data, raw.mode);
     Object.keys(choices).forEach(function (field) { if (choices[field].indexOf(raw[field]) < 0) errors[field] = ["choice"]; });
     return { method: raw.mode, seq: values.seq, microBatch: values.micro_batch, checkpointing: raw.checkpointing,
       flash: raw.flash_attention === SWITCHES[0], optimizer: raw.optimizer, precision: raw.precision, rank: lora ? values.lora_rank : 0,
       targetPreset: raw.lora_targets, zero: Number(raw.zero), offload: raw.offload === SWITCHES[0],
       fp32Unquantized: raw.mode === "qlora" && raw.fp32_unquantized === SWITCHES[0] };
+  }
+
+  // The fine-tuning fields that are choices, and their values, in a training mode.
+  function trainingChoices(data, mode) {
+    var tr = data.training;
+    var choices = { checkpointing: tr.checkpointing, flash_attention: SWITCHES, optimizer: Object.keys(tr.optimizers),
+      precision: Object.keys(tr.precisions), zero: tr.zero.map(String), offload: SWITCHES };
+    if (mode !== "full") choices.lora_targets = Object.keys(tr.targets);
+    if (mode === "qlora") choices.fp32_unquantized = SWITCHES;
+    return choices;
+  }
+
+  // Serving's prompt and output lengths within the context (gpumem estimate --speed refuses them beyond it too).
+  function checkLengths(values, errors) {
+    if (!values.prompt || !values.output || !values.context || values.prompt + values.output <= values.context) return;
+    errors.prompt = ["lengths", { prompt: values.prompt, output: values.output, context: values.context }];
+  }
+
+  // A parameter count alone: engines/architecture.py's estimated_fields, operation for operation, on data.estimate
+  // (the rule fitted over the catalog's dense models at build time).
+  var ESTIMATED = ["layers", "heads", "kv_heads", "head_dim", "hidden", "vocab", "intermediate"];
+  var EXPERT_FIELDS = ["experts", "experts_active", "expert_width"];
+
+  function nearest(value) { return Math.max(1, Math.round(value)); }
+
+  function estimatedFields(rule, params, given) {
+    var headDim = given.head_dim || rule.headDim;
+    var hiddenGuess = given.hidden || rule.hidden[0] * Math.pow(params, rule.hidden[1]);
+    var heads = given.heads || rule.kvHeads * nearest(hiddenGuess / (headDim * rule.kvHeads));
+    var hidden = given.hidden || heads * headDim, kvHeads = given.kv_heads;
+    for (var n = Math.min(heads, rule.kvHeads); !kvHeads; n--) if (heads % n === 0) kvHeads = n;
+    return { layers: given.layers || nearest(rule.layers[0] * Math.pow(params, rule.layers[1])), heads: heads, kv_heads: kvHeads,
+      head_dim: headDim, hidden: hidden, vocab: given.vocab || rule.vocab,
+      intermediate: given.intermediate || nearest(rule.mlpRatio * hidden / headDim) * headDim };
+  }
+
+  function blank(value) { return String(value === null || value === undefined ? "" : value).trim() === ""; }
+
+  // A custom model's empty architecture fields filled from its parameter count ({raw, estimated: {field: value}}),
+  // the fields given kept (and followed); `waiting`: those left empty while the parameter count is refused (its own
+  // field says why); an empty expert count is a dense model.
+  function withEstimates(data, raw) {
+    var empty = ESTIMATED.filter(function (f) { return blank(raw[f]); }), params = parseNumber(raw.params);
+    var out = Object.assign({}, raw), custom = raw.model === "custom";
+    EXPERT_FIELDS.forEach(function (f) { if (blank(raw[f])) out[f] = "0"; });
+    if (!custom || !empty.length || !data.estimate) return { raw: out, estimated: null, waiting: [] };
+    if (params.error || !(params.value > 0) || params.value > data.limits.max_params_b) return { raw: out, estimated: null, waiting: empty };
+    var given = {};
+    ESTIMATED.forEach(function (f) {
+      var v = parseNumber(raw[f]).value;
+      if (v > 0 && Math.floor(v) === v && v <= data.limits[LIMITS[f]]) given[f] = v;
+    });
+    var fields = estimatedFields(data.estimate, params.value, given), estimated = {};
+    empty.forEach(function (f) { out[f] = String(fields[f]); estimated[f] = fields[f]; });
+    return { raw: out, estimated: estimated, waiting: [] };
   }
 
   // A preset from its row (the page's own in the build's JSON, the others fetched): the fields data.modelFields names,
@@ -470,32 +350,64 @@
       experts: e ? e.count : 0, experts_active: e ? e.active : 0, expert_width: e ? e.intermediate : 0 };
   }
 
-  // The raw state a URL query describes; a preset whose numbers were changed becomes custom.
-  // A weight format the page does not know (old links' int4) opens on the preset's release format.
-  function fromQuery(data, query) {
-    var params = new URLSearchParams(query), raw = {};
-    var d = data.defaults;
-    FIELDS.forEach(function (f) { raw[f] = params.has(f) ? params.get(f) : null; });
-    raw.model = raw.model || (params.has("params") ? "custom" : d.model);
-    var preset = presetOf(data, raw.model);
-    if (raw.model !== "custom" && !preset) raw.model = "custom";
-    if (preset) {
-      var fields = presetFields(preset);
-      ARCH.forEach(function (f) {
-        if (raw[f] === null) raw[f] = String(fields[f]);
-        else if (Number(raw[f]) !== fields[f]) raw.model = "custom";
-      });
+  // The raw state a URL query describes, and a notice {key, name (the parameter), value (the link's), used (instead),
+  // more (words)} for every value it names that the page cannot honour as given: an unknown model, choice or parameter, an
+  // earlier calculator's weights=int4, a preset's number changed (a custom model), prompt + output beyond the context.
+  // Numbers out of bounds stay in their field, which says why it refuses them. `pairs`: the query's [name, value]
+  // pairs (a URLSearchParams' entries), the first of a name counting.
+  function readLink(data, pairs) {
+    var raw = {}, notices = [], d = data.defaults, given = {}, t = data.training.defaults;
+    function note(key, name, used, more) {
+      notices.push({ key: key, name: name, value: raw[name], used: used, more: more || {} });
+      raw[name] = used;
     }
-    if (!has(data.weightFormats, raw.weights)) raw.weights = preset ? preset.release : d.weights;
-    if (!byName(data.kvFormats, raw.kv)) raw.kv = d.kv;
-    ["mode", "gpus", "batch", "context", "prompt", "output"].forEach(function (f) { if (raw[f] === null) raw[f] = String(d[f]); });
-    var t = data.training.defaults;
-    TRAINING.forEach(function (f) { if (raw[f] === null) raw[f] = f === "precision" ? precisionOf(data, raw.mode) : String(t[f]); });
-    if (data.sorts.indexOf(raw.sort) < 0) raw.sort = d.sort;
-    if (raw.tied === null) raw.tied = "0";
-    ["experts", "experts_active", "expert_width"].forEach(function (f) { if (raw[f] === null) raw[f] = "0"; });
+    pairs.forEach(function (pair) { if (!has(given, pair[0])) given[pair[0]] = pair[1]; });
+    FIELDS.forEach(function (f) { raw[f] = has(given, f) ? given[f] : null; });
+    raw.model = raw.model || (raw.params !== null ? "custom" : d.model);
+    var preset = presetOf(data, raw.model);
+    if (raw.model !== "custom" && !preset) note(raw.params !== null ? "modelCustom" : "model", "model", raw.params !== null ? "custom" : d.model);
+    preset = presetOf(data, raw.model);
+    if (preset) {
+      var fields = presetFields(preset), changed = ARCH.filter(function (f) {
+        return raw[f] !== null && Number(raw[f]) !== fields[f] && (f !== "tied" || ["0", "1"].indexOf(raw[f]) >= 0);  // else a choice's notice
+      });
+      changed.forEach(function (f) { note("presetChanged", f, raw[f], { model: { model: preset.id }, preset: fields[f] }); });
+      ARCH.forEach(function (f) { if (raw[f] === null) raw[f] = String(fields[f]); });
+      if (changed.length) raw.model = "custom";
+    }
+    if (has(data.oldWeights, raw.weights)) note("oldWeights", "weights", data.oldWeights[raw.weights]);
+    var choices = { mode: [MODES, d.mode], weights: [Object.keys(data.weightFormats), preset ? preset.release : d.weights],
+      kv: [data.kvFormats.map(function (o) { return o.name; }), d.kv], sort: [data.sorts, d.sort], tied: [["0", "1"], "0"] };
+    ["mode", "weights", "kv", "sort", "tied"].forEach(function (f) { linkChoice(raw, f, choices[f], note); });
+    ["gpus", "batch", "context", "prompt", "output"].forEach(function (f) { if (raw[f] === null) raw[f] = String(d[f]); });
+    if (raw.mode === "serve") linkLengths(data, raw, note);
+    var training = MODES.indexOf(raw.mode) > 0 ? trainingChoices(data, raw.mode) : {};
+    TRAINING.forEach(function (f) {
+      var fallback = f === "precision" ? precisionOf(data, raw.mode) : String(t[f]);
+      if (has(training, f)) linkChoice(raw, f, [training[f], fallback], note);
+      if (raw[f] === null) raw[f] = fallback;
+    });
+    EXPERT_FIELDS.forEach(function (f) { if (raw[f] === null) raw[f] = "0"; });
     ARCH.forEach(function (f) { if (raw[f] === null) raw[f] = ""; });
-    return raw;
+    Object.keys(given).forEach(function (f) {
+      if (FIELDS.indexOf(f) < 0 && f !== "extra") notices.push({ key: "unknown", name: f, value: given[f], used: "", more: {} });
+    });
+    return { raw: raw, notices: notices };
+  }
+
+  // One choice of a link: [the values the form offers, its default], the default when the link names none.
+  function linkChoice(raw, f, choice, note) {
+    if (raw[f] === null) raw[f] = choice[1];
+    else if (choice[0].indexOf(raw[f]) < 0) note("choice", f, choice[1]);
+  }
+
+  // A link's prompt + output beyond its context: the prompt shortened to what the context leaves after the output.
+  function linkLengths(data, raw, note) {
+    var values = {}, errors = {};
+    ["prompt", "output", "context"].forEach(function (f) { checkNumber(data, raw, f, errors, values, false); });
+    if (Object.keys(errors).length || values.output >= values.context) return;
+    checkLengths(values, errors);
+    if (errors.prompt) note("lengths", "prompt", String(values.context - values.output), errors.prompt[1]);
   }
 
   // Links keep what a pasted config.json says beyond the fields (extra=, as JSON): {extra}, or {error} naming the value
@@ -606,6 +518,8 @@
       roundingMode: "halfEven", minimumFractionDigits: data.digits.perMillion, maximumFractionDigits: data.digits.perMillion });
     var form = root.querySelector("form");
     var gb = function (v) { return fill(text.gb, { value: number.format(v) }); };
+    var coefficient = new Intl.NumberFormat(lang, { useGrouping: "always", maximumFractionDigits: data.digits.rule,
+      roundingMode: "halfEven" });
 
     function field(name) { return form.elements[name]; }
 
@@ -670,6 +584,8 @@
       root.querySelector("#calc-link").value = location.href;
       var checked = validate(data, raw, pasted);
       showErrors(checked.errors || {});
+      showNotices();
+      showEstimate(raw, checked.state);
       if (checked.errors) return say(text.invalid);
       root.classList.remove("invalid");
       var total = root.querySelector('[data-result="total-gb"]');
@@ -738,11 +654,16 @@
       var fields = presetFields(preset);
       ARCH.forEach(function (f) { field(f).value = String(fields[f]); });
       field("weights").value = preset.release;
+      archOf = id;
     }
 
-    // The state a link describes written into the form (a preset fetched before the list came gets its option).
+    // The state a link describes written into the form (a preset fetched before the list came gets its option), with
+    // its notices (readLink), each shown until the reader changes the field it names.
     function openLink() {
-      var raw = fromQuery(data, location.search), select = field("model");
+      var link = readLink(data, Array.from(new URLSearchParams(location.search))), raw = link.raw, select = field("model");
+      var changed = link.notices.filter(function (n) { return n.key === "presetChanged"; });
+      var paramsOnly = changed.length && changed.every(function (n) { return n.name === "params"; });
+      archOf = raw.model !== "custom" ? raw.model : paramsOnly ? changed[0].more.model.model : null;
       var given = new URLSearchParams(location.search).get("extra");
       pasted = raw.model === "custom" ? extraOf(data, given) : null;
       if (pasted && pasted.error) pasted.text = given;  // the link keeps the value it could not honour, named on the page
@@ -750,7 +671,59 @@
         select.appendChild(new Option(nameOf(raw.model), raw.model));
       }
       writeForm(raw);
+      keepNotices(link.notices);
     }
+
+    // Not `notices = link.notices` among openLink's declarations: the minifier made that a declaration of its own.
+    function keepNotices(list) { notices = list; }
+
+    // A choice's words as the form shows them (an option's text), else the value itself, a number in the page's format.
+    function shownChoice(name, value) {
+      var options = field(name).options || [];
+      for (var i = 0; i < options.length; i++) if (options[i].value === value) return options[i].textContent;
+      return name === "model" ? nameOf(value) : /^\d+$/.test(value) ? number.format(Number(value)) : value;
+    }
+
+    function shownNumber(v) { return Number.isInteger(v) ? number.format(v) : coefficient.format(v); }
+
+    // The link's notices (readLink), each until the reader changes the field it names (the context and output too,
+    // for the prompt's).
+    function showNotices() {
+      var box = root.querySelector("#calc-notices");
+      box.textContent = "";
+      notices.forEach(function (n) {
+        var values = { name: n.name, value: n.value, used: n.used && shownChoice(n.name, n.used) };
+        Object.keys(n.more).forEach(function (key) {
+          var v = n.more[key];
+          values[key] = isDict(v) ? shownChoice("model", v.model) : shownNumber(v);
+        });
+        box.appendChild(element("li", fill(text.notices[n.key], values)));
+      });
+      box.hidden = !notices.length;
+    }
+
+    function settle(name) {
+      notices = notices.filter(function (n) {
+        return n.name !== name && !(n.key === "lengths" && /^(output|context)$/.test(name)) && !(name === "model" && n.key === "presetChanged");
+      });
+    }
+
+    // Beside the result: what the parameter count estimated and by which rule, or that the fields are still a preset's.
+    function showEstimate(raw, state) {
+      var box = root.querySelector("#calc-estimated"), estimated = state && state.estimated, r = data.estimate, words = "";
+      if (estimated) {
+        words = fill(text.estimated, { models: number.format(r.models), layers: powerLaw(r.layers), hidden: powerLaw(r.hidden),
+          fields: Object.keys(estimated).map(function (f) {
+            return field(f).closest("label").firstChild.textContent.trim() + " " + number.format(estimated[f]);
+          }).join(", ") });
+      } else if (raw.model === "custom" && archOf) {
+        words = fill(text.presetArch, { model: shownChoice("model", archOf) });
+      }
+      box.textContent = words;
+      box.hidden = !words;
+    }
+
+    function powerLaw(rule) { return coefficient.format(rule[0]) + " × P^" + coefficient.format(rule[1]); }
 
     function renderServe(s, total, summary) {
       var need = serve(data, s);
@@ -771,6 +744,7 @@
         return fill(text.fitOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price) });
       }, rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }), speedLine);
       root.querySelector("#calc-order").textContent = fill(text.orders[s.sort], { requests: number.format(s.batch) });
+      root.querySelector("#calc-lengths").textContent = fill(text.lengths, { prompt: number.format(s.prompt), output: number.format(s.output) });
       var counts = root.querySelector("#calc-counts");
       counts.textContent = need.runtimeName === "vllm"
         ? fill(text.countsVllm, { heads: number.format(s.arch.heads), kv_heads: number.format(s.arch.kvHeads),
@@ -870,19 +844,40 @@
       more.textContent = fill(text.more, { count: number.format(items.length) });
     }
 
+    // config.js (the counting of a config.json), loaded once when a reader first pastes: a promise, asked again after
+    // a failed load.
+    var counting = null;
+    function loadCounting() {
+      counting = counting || new Promise(function (resolve, reject) {
+        var script = document.createElement("script");
+        script.src = root.getAttribute("data-config");
+        script.onload = resolve;
+        script.onerror = function () { counting = null; script.remove(); reject(); };
+        document.head.appendChild(script);
+      });
+      return counting;
+    }
+
     // A pasted config.json fills the fields (what they cannot say is kept aside); render shows its error.
     function paste() {
       var source = field("config").value.trim(), error = null;
       if (source) {
         var parsed = null;
         try { parsed = JSON.parse(source); } catch (e) { error = ["json", {}]; }
+        if (!error && !window.gpumemConfig) {
+          pasteError = null;
+          results.setAttribute("aria-busy", "true");
+          var done = function () { results.removeAttribute("aria-busy"); render(); };
+          return loadCounting().then(function () { paste(); done(); }, function () { pasteError = ["configFailed", {}]; done(); });
+        }
         if (!error) {
-          var counted = countConfig(data, parsed);
+          var counted = window.gpumemConfig.countConfig(data, parsed);
           if (counted.error) error = counted.error;
           else {
             var a = counted.arch, fields = presetFields(Object.assign({}, a, { params: counted.params / 1e9 + counted.vision / 1e9 }));
             ARCH.forEach(function (f) { field(f).value = String(fields[f]); });
             field("model").value = "custom";
+            archOf = null;
             field("weights").value = counted.release;
             var experts = a.experts && { shared: a.experts.shared, denseLayers: a.experts.denseLayers };
             pasted = { extra: { attention: a.attention, vision: counted.vision / 1e9, experts: experts } };
@@ -892,9 +887,11 @@
       pasteError = error;
     }
 
-    var pasted = null, pasteError = null;
+    var pasted = null, pasteError = null, notices = [], archOf = field("model").value !== "custom" ? field("model").value : null;
     function changed(event) {
       var name = event.target.name;
+      settle(name);
+      if (name !== "params" && ARCH.indexOf(name) >= 0) archOf = null;
       if (name === "config") {
         paste();
       } else if (name === "model") {
@@ -940,8 +937,10 @@
     }
   }
 
-  window.gpumemCalculator = { serve: serve, validate: validate, fromQuery: fromQuery, toQuery: toQuery, countConfig: countConfig,
+  window.gpumemCalculator = { serve: serve, validate: validate, readLink: readLink, toQuery: toQuery,
+    estimatedFields: estimatedFields,
     extraOf: extraOf, errorText: errorText,
+    isDict: isDict, has: has, get: get, shown: shown, full: FULL,
     weightsBytes: weightsBytes, expertParams: engine.expertParams, kvCache: kvCache, byName: byName, remember: remember,
     loadPreset: loadPreset };
   var root = document.getElementById("calculator");
