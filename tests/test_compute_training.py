@@ -238,3 +238,15 @@ def test_the_training_fit_rule_tags_a_run_that_leaves_less_than_a_tenth_free(bui
         '<tr><th scope="row">2 × RTX PRO 6000, sharded with ZeRO-3 <span class="tight">tight: with the allocator&#39;s 15% reserve, '
         "102.3\xa0GB of 102.6\xa0GB, less than 10% free</span></th>"
     ) in html
+
+
+def test_the_model_page_states_the_training_fit_rule_once_above_its_tags(built_site):
+    html = page(built_site, "en/models/llama-3.1-8b")
+    assert html.count("QLoRA&#39;s figure also holds") == 1
+    assert (
+        "QLoRA&#39;s figure also holds the 16-bit copies bitsandbytes dequantizes from its 4-bit weights (3 layers&#39; worth). "
+        "Each configuration&#39;s tag adds the caching allocator&#39;s 15% reserve and calls the fit tight when less than 10% "
+        "of the card stays free.</p>"
+    ) in html
+    german = page(built_site, "de/modelle/llama-3.1-8b")
+    assert "und nennt die Konfiguration knapp, wenn weniger als 10\xa0% der Karte frei bleiben.</p>" in german
