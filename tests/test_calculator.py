@@ -394,10 +394,16 @@ def test_each_mode(calculator: Page, mode: str):
         return
     found = python_tuning(raw).fits
     expect(calculator.locator("#calc-summary")).to_be_visible()
-    expect(calculator.locator("#calc-parts li")).to_have_count(5)  # weights, gradients, optimizer, activations, CUDA context
+    # weights, gradients, optimizer, activations, CUDA context; and QLoRA's dequantized 16-bit copies
+    expect(calculator.locator("#calc-parts li")).to_have_count(6 if mode == "qlora" else 5)
     expect(calculator.locator("#calc-options li")).to_have_count(max(1, len(found)))
     if found:
-        expect(calculator.locator("#calc-options li").first).to_contain_text(f"{found[0].count} × {found[0].gpu.name}")
+        first, tag = found[0].configuration, "tight" if found[0].tight else "comfortable"
+        item = calculator.locator("#calc-options li").first
+        expect(item).to_contain_text(f"{first.count} × {first.gpu.name}")
+        expect(item.locator(f"span.{tag}")).to_have_text(tag)
+        rule = "less than" if found[0].tight else "at least"
+        expect(item).to_contain_text(f"{tag} (with the allocator's 15% reserve, {rule} 10% of the card free)")
 
 
 def result_value(page: Page, name: str) -> float:
@@ -704,7 +710,7 @@ def test_without_javascript_every_configuration_is_listed(browser, site_url: str
 
 def test_fine_tuning_configurations_go_cheapest_first(calculator: Page, site_url: str):
     calculator.goto(f"{site_url}/en/calculator/?model=llama-3.1-70b&mode=qlora")
-    found = python_tuning(raw_state("llama-3.1-70b", "qlora", "bf16", "bf16", 1, 8192)).fits
+    found = [h.configuration for h in python_tuning(raw_state("llama-3.1-70b", "qlora", "bf16", "bf16", 1, 8192)).fits]
     prices = [c.price_per_hour for c in found]
     assert prices == sorted(prices) and len(found) > 5
     expect(calculator.locator("#calc-options li").first).to_contain_text(f"{found[0].count} × {found[0].gpu.name}")

@@ -106,8 +106,9 @@ def javascript_runs(engine: Page | Scripts, states: list[dict[str, str]]) -> lis
                 const checked = window.gpumemCalculator.validate(data, raw);
                 if (checked.errors) return {errors: checked.errors};
                 const run = window.gpumemTraining.train(data, checked.state, checked.state.training);
-                return {parts: [run.weights, run.gradients, run.optimizer, run.activations, run.runtime, run.perGpu],
-                        trainable: run.trainable, fits: run.fits.map(f => [f.gpu, f.count, f.price, f.card])};
+                return {parts: [run.weights, run.gradients, run.optimizer, run.activations, run.dequantized, run.runtime, run.perGpu,
+                                run.reserve, run.footprint],
+                        trainable: run.trainable, fits: run.fits.map(f => [f.gpu, f.count, f.price, f.card, f.tight])};
             });
         }""",
         states,
@@ -155,12 +156,18 @@ def assert_training_agrees(engine: Page | Scripts, cases: list[dict[str, str]]) 
             need.gradients_bytes_per_gpu,
             need.optimizer_bytes_per_gpu,
             need.activations_bytes_per_gpu,
+            need.dequantized_bytes_per_gpu,
             need.runtime_bytes_per_gpu,
             need.total_bytes_per_gpu,
+            need.reserve_bytes_per_gpu,
+            need.footprint_bytes_per_gpu,
         ]
         assert result["parts"] == want, raw
         assert result["trainable"] == need.trainable_params, raw
-        fits = [[c.gpu.id, c.count, c.price_per_hour, c.gpu.runtime_bytes] for c in expected.fits]
+        fits = [
+            [h.configuration.gpu.id, h.configuration.count, h.configuration.price_per_hour, h.configuration.gpu.runtime_bytes, h.tight]
+            for h in expected.fits
+        ]
         assert result["fits"] == fits, raw
         listed += bool(fits)
     return listed
@@ -169,6 +176,14 @@ def assert_training_agrees(engine: Page | Scripts, cases: list[dict[str, str]]) 
 def test_python_and_javascript_give_the_same_bytes_and_configurations(scripts: Scripts):
     """Every case, in the published training.js under QuickJS."""
     assert 0 < assert_training_agrees(scripts, CASES) < len(CASES)  # some runs fit, some fit nothing on offer
+
+
+def test_the_cases_hold_tight_and_comfortable_fits_and_qlora_copies():
+    """The shared cases reach both verdicts of the training fit rule and QLoRA's dequantized copies."""
+    runs = [python_run(case) for case in CASES]
+    verdicts = [h.tight for run in runs for h in run.fits]
+    assert True in verdicts and False in verdicts
+    assert any(run.need.dequantized_bytes_per_gpu for run in runs) and not all(run.need.dequantized_bytes_per_gpu for run in runs)
 
 
 def test_python_and_chromium_give_the_same_bytes_and_configurations(calculator: Page):
@@ -187,7 +202,8 @@ def test_the_configurations_are_gpumem_estimates(scripts: Scripts):
     cli = json.loads(as_json(result))
     (js,) = javascript_runs(scripts, [raw])
     assert [[c["gpu"], c["count"], c["price_per_hour"]] for c in cli["configurations"]] == [f[:3] for f in js["fits"]]
-    assert round(js["parts"][-1]) == cli["total_bytes_per_gpu"]
+    assert round(js["parts"][6]) == cli["total_bytes_per_gpu"] and round(js["parts"][-1]) == cli["footprint_bytes_per_gpu"]
+    assert [c["fit"] == "tight" for c in cli["configurations"]] == [f[4] for f in js["fits"]]
     assert len(cli["configurations"]) > 1
 
 
@@ -294,11 +310,14 @@ def test_the_issues_example_lora_on_llama_8b_at_4096_tokens_and_micro_batch_4(ca
     expect(calculator.locator('[data-result="total-gb"]')).to_have_attribute("data-value", "52.6600192")
     expect(calculator.locator('[data-result="total-gb"]')).to_have_text("52.7 GB")
     expect(calculator.locator('[data-result="activations-gb"]')).to_have_text("36 GB")
-    first = run.fits[0]
+    first = run.fits[0].configuration
     assert (first.gpu.id, first.count, first.price_per_hour) == ("rtx-pro-6000-blackwell", 1, 1.9)
     card = f"{first.gpu.runtime_bytes / 1e9:.1f}\u00a0GB"
-    expect(calculator.locator("#calc-options li").first).to_have_text(f"1 × RTX PRO 6000, $1.90 per hour ({card} per card) Rent on Arrakis")
-    assert all(c.gpu.memory_gb > 24 for c in run.fits)
+    expect(calculator.locator("#calc-options li").first).to_have_text(
+        f"1 × RTX PRO 6000, $1.90 per hour ({card} per card) comfortable (with the allocator's 15% reserve, at least 10% of the card free) "
+        "Rent on Arrakis"
+    )
+    assert all(h.configuration.gpu.memory_gb > 24 for h in run.fits)
     assert {g.memory_gb for g in CATALOG.gpus} >= {24}
 
 

@@ -40,7 +40,8 @@ def test_model_page_rows_for_llama_3_1_8b():
     tuning = model_tuning(CATALOG, CATALOG.model("llama-3.1-8b"), SHOP.configurations)
     assert tuning.lora_targets == ("q", "k", "v", "o", "gate", "up", "down")
     assert [summary(row) for row in tuning.rows] == [
-        ("full", 1, 1, 16060522496, 112423657472, 8998879232, 137751494656, (1, "h200-sxm", 3.44), (4, "l40s", 1.76)),
+        # with the allocator's 15 % reserve, 158 GB no longer fits the H200 nor 4 x L40S
+        ("full", 1, 1, 16060522496, 112423657472, 8998879232, 137751494656, (1, "b300", 4.6), (8, "l40s", 3.52)),
         ("full", 8, 1, 16060522496, 112423657472, 71991033856, 200743649280, (1, "b300", 4.6), (1, "b300", 4.6)),
         ("lora", 1, 1, 16144408576, 251658240, 8998879232, 25663381504, (1, "l40s", 0.44), (2, "rtx-3090", 0.38)),
         (
@@ -54,7 +55,8 @@ def test_model_page_rows_for_llama_3_1_8b():
             (1, "rtx-pro-6000-blackwell", 1.9),
             (1, "rtx-pro-6000-blackwell", 1.9),
         ),
-        ("qlora", 1, 1, 5785827393, 251658240, 8998879232, 15304800321, (1, "rtx-3090", 0.19), (1, "rtx-3090", 0.19)),
+        # QLoRA adds 3 layers of 16-bit weights dequantized (1.31 GB)
+        ("qlora", 1, 1, 5785827393, 251658240, 8998879232, 16613423169, (1, "rtx-3090", 0.19), (1, "rtx-3090", 0.19)),
         (
             "qlora",
             8,
@@ -62,7 +64,7 @@ def test_model_page_rows_for_llama_3_1_8b():
             5785827393,
             251658240,
             71991033856,
-            78296954945,
+            79605577793,
             (1, "rtx-pro-6000-blackwell", 1.9),
             (1, "rtx-pro-6000-blackwell", 1.9),
         ),
@@ -113,10 +115,10 @@ def test_the_guide_without_throughputs_prices_no_run():
     assert cheapest == {
         "full": (2, 8, "b300", 36.8, 160313267354),
         "lora": (21, 8, "l40s", 3.52, 37051374746),
-        "qlora": (35, 2, "l40s", 0.88, 37199226127),
+        "qlora": (30, 4, "l40s", 1.76, 32286950435),
     }
     full = guide.method("full").options
-    assert [round(o.bigger_batch.total_bytes_per_gpu) if o.bigger_batch else None for o in full] == [257363170458, None]
+    assert [round(o.bigger_batch.total_bytes_per_gpu) if o.bigger_batch else None for o in full] == [None, None]
 
 
 def test_the_guide_times_and_prices_the_run_where_the_throughput_is_known():
@@ -126,7 +128,7 @@ def test_the_guide_times_and_prices_the_run_where_the_throughput_is_known():
     assert first.hours == pytest.approx(10.685292856450518, rel=1e-12)
     assert first.cost == pytest.approx(10.685292856450518 * 3.52, rel=1e-12)
     qlora = [(o.held.configuration.count, round(o.hours, 3)) for o in guide.method("qlora").options if o.hours is not None]
-    assert qlora == [(2, 42.741), (4, 21.371), (8, 10.685)]
+    assert qlora == [(4, 21.371), (8, 10.685)]
     assert guide.method("full").options[0].hours is None
 
 
@@ -139,13 +141,15 @@ def test_model_page_shows_the_fine_tune_table(built_site):
     assert '<h2 id="fine-tune-it">Fine-tune it</h2>' in html
     assert (
         '<tr><th scope="row">QLoRA</th><td>1</td>\n<td>5.8\xa0GB</td><td>0.3\xa0GB</td><td>9\xa0GB</td>\n'
-        '<td data-need-gb="15.304800321024"><span class="need">15.3\xa0GB</span></td>\n'
-        '<td><span class="config">1 × RTX 3090</span> <span class="price">$0.19 per hour</span></td></tr>'
+        '<td data-need-gb="16.613423169024"><span class="need">16.6\xa0GB</span></td>\n'
+        '<td><span class="config">1 × RTX 3090</span> <span class="price">$0.19 per hour</span> <span class="comfortable">'
+        "comfortable: with the allocator&#39;s 15% reserve, 19.1\xa0GB of 25.3\xa0GB, at least 10% free</span></td></tr>"
     ) in html
     assert (
-        '<span class="config">1 × H200</span> <span class="price">$3.44 per hour</span>; cheapest: <span class="config">4 × L40S, sharded with ZeRO-3</span>'
-        in html
-    )
+        '<span class="config">1 × B300</span> <span class="price">$4.60 per hour</span> <span class="comfortable">'
+        "comfortable: with the allocator&#39;s 15% reserve, 158.4\xa0GB of 288.4\xa0GB, at least 10% free</span>; "
+        'cheapest: <span class="config">8 × L40S, sharded with ZeRO-3</span>'
+    ) in html
 
 
 def test_guide_names_the_cheapest_configuration_per_method(built_site):
@@ -153,17 +157,18 @@ def test_guide_names_the_cheapest_configuration_per_method(built_site):
     for line in (
         "Full fine-tuning: the cheapest configuration on offer that holds it is 8 × B300, sharded with ZeRO-3, at $36.80 per hour, 160.3\xa0GB per GPU.",
         "LoRA: the cheapest configuration on offer that holds it is 8 × L40S, sharded with ZeRO-3, at $3.52 per hour, 37.1\xa0GB per GPU.",
-        "QLoRA: the cheapest configuration on offer that holds it is 2 × L40S, sharded with ZeRO-3, at $0.88 per hour, 37.2\xa0GB per GPU.",
+        "QLoRA: the cheapest configuration on offer that holds it is 4 × L40S, sharded with ZeRO-3, at $1.76 per hour, 32.3\xa0GB per GPU.",
     ):
         assert f"<li>{line}</li>" in html
     # gpus.yaml's dense BF16 rate of the L40S (362.05 TFLOPS): 1e8 tokens x 6 x 70.55e9 / (8 x 362.05e12 x 0.38) = 10.68 h
     assert (
-        '<tr><th scope="row">8 × L40S, sharded with ZeRO-3</th><td>$3.52</td><td>37.1\xa0GB</td>\n'
+        '<tr><th scope="row">8 × L40S, sharded with ZeRO-3 <span class="comfortable">comfortable: with the allocator&#39;s 15% reserve, '
+        "42.3\xa0GB of 47.8\xa0GB, at least 10% free</span></th><td>$3.52</td><td>37.1\xa0GB</td>\n"
         "<td>does not fit</td><td>10.7 h</td><td>$37.61</td></tr>"
     ) in html
     spanish = page(built_site, "es/guias/mejor-gpu-fine-tuning-llama-70b")
     assert (
-        "<li>QLoRA: la configuración disponible más barata que lo admite es 2 × L40S, repartido con ZeRO-3, a 0,88\xa0US$ por hora, con 37,2\xa0GB por GPU.</li>"
+        "<li>QLoRA: la configuración disponible más barata que lo admite es 4 × L40S, repartido con ZeRO-3, a 1,76\xa0US$ por hora, con 32,3\xa0GB por GPU.</li>"
         in spanish
     )
 
@@ -215,7 +220,33 @@ def test_the_guide_shows_time_and_cost_once_a_throughput_is_known(tmp_path, monk
     assert "Time and cost are shown for GPUs whose dense BF16 throughput the catalog states." in html
     assert '<th scope="col">Time of the run</th><th scope="col">Cost of the run</th>' in html
     assert (
-        '<tr><th scope="row">8 × L40S, sharded with ZeRO-3</th><td>$3.52</td><td>37.1\xa0GB</td>\n'
+        '<tr><th scope="row">8 × L40S, sharded with ZeRO-3 <span class="comfortable">comfortable: with the allocator&#39;s 15% reserve, '
+        "42.3\xa0GB of 47.8\xa0GB, at least 10% free</span></th><td>$3.52</td><td>37.1\xa0GB</td>\n"
         "<td>does not fit</td><td>10.7 h</td><td>$37.61</td></tr>"
     ) in html
     assert "<td>—</td><td>—</td></tr>" in html  # a GPU whose throughput is not known
+
+
+def test_the_training_fit_rule_tags_a_run_that_leaves_less_than_a_tenth_free(built_site):
+    # LoRA of Llama 3.1 70B on 2 x RTX PRO 6000: 89.3 GB peak + 15 % of the 88.9 GB torch allocates = 102.3 GB of 102.6 GB
+    lora = finetune_guide(CATALOG, SHOP.configurations, {}).method("lora").options
+    two = next(o.held for o in lora if (o.held.configuration.count, o.held.configuration.gpu.id) == (2, "rtx-pro-6000-blackwell"))
+    assert two.tight and round(two.need.footprint_bytes_per_gpu / 1e9, 1) == 102.3
+    assert [o.held.tight for o in lora].count(True) == 2
+    html = page(built_site, "en/guides/best-gpu-fine-tune-llama-70b")
+    assert (
+        '<tr><th scope="row">2 × RTX PRO 6000, sharded with ZeRO-3 <span class="tight">tight: with the allocator&#39;s 15% reserve, '
+        "102.3\xa0GB of 102.6\xa0GB, less than 10% free</span></th>"
+    ) in html
+
+
+def test_the_model_page_states_the_training_fit_rule_once_above_its_tags(built_site):
+    html = page(built_site, "en/models/llama-3.1-8b")
+    assert html.count("QLoRA&#39;s figure also holds") == 1
+    assert (
+        "QLoRA&#39;s figure also holds the 16-bit copies bitsandbytes dequantizes from its 4-bit weights (3 layers&#39; worth). "
+        "Each configuration&#39;s tag adds the caching allocator&#39;s 15% reserve and calls the fit tight when less than 10% "
+        "of the card stays free.</p>"
+    ) in html
+    german = page(built_site, "de/modelle/llama-3.1-8b")
+    assert "und nennt die Konfiguration knapp, wenn weniger als 10\xa0% der Karte frei bleiben.</p>" in german

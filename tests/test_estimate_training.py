@@ -37,10 +37,22 @@ def test_json_gives_every_part_in_bytes():
         "optimizer_bytes_per_gpu": 4 * 41_943_040,
         # 32 layers x 2 x 4,096 x 4,096 + one layer's 34 x 4,096 x 4,096 + 14 x 4,096 x 128,256 logits
         "activations_bytes_per_gpu": 8_998_879_232,
+        # 3 layers' linear weights dequantized to 16 bits: 3 x 218,103,808 x 2
+        "dequantized_bytes_per_gpu": 1_308_622_848,
         "runtime_bytes_per_gpu": 268_435_456,
-        "total_bytes_per_gpu": 15_304_800_321,
+        "total_bytes_per_gpu": 16_613_423_169,
+        # 15 % of what torch allocates (the total less the 268,435,456 bytes of CUDA context)
+        "reserve_bytes_per_gpu": 2_451_748_157,
+        "footprint_bytes_per_gpu": 19_065_171_326,
+        "fit_rule": {"allocator_reserve": 0.15, "comfortable_free": 0.1},
     }
-    assert data["configurations"][0] == {"gpu": "rtx-3090", "count": 1, "price_per_hour": 0.19, "card_bytes": 25_327_697_920}
+    assert data["configurations"][0] == {
+        "gpu": "rtx-3090",
+        "count": 1,
+        "price_per_hour": 0.19,
+        "card_bytes": 25_327_697_920,
+        "fit": "comfortable",
+    }
     prices = [c["price_per_hour"] for c in data["configurations"]]
     assert prices == sorted(prices) and len(prices) == 11
 
@@ -69,7 +81,7 @@ def test_text_names_every_part():
     done = estimate(*TRAINING, "--mode", "lora", "--lora-targets", "attn", "--optimizer", "adamw_8bit", "--checkpointing", "none",
                     "--flash-attention", "off", "--seq", "2048", "--micro-batch", "2")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[:8] == [
+    assert done.stdout.splitlines()[:11] == [
         "Llama 3.1 8B, lora (rank 16 on q, k, v, o), 2 x 2,048 tokens, checkpointing none, FlashAttention off, adamw_8bit (bf16), one GPU:",
         "  weights      16.1 GB (15.0 GiB) per GPU",
         "  gradients    0.0 GB (0.0 GiB) per GPU (13,631,488 trainable parameters)",
@@ -77,9 +89,17 @@ def test_text_names_every_part():
         "  activations  68.6 GB (63.8 GiB) per GPU",  # 32 x (34 x 4,096 x 4,096 + 5 x 32 x 2,048^2 x 2) + logits
         "  runtime      0.3 GB (0.2 GiB) per GPU (CUDA context)",
         "  total        85.0 GB (79.1 GiB) per GPU",
+        "  reserve      12.7 GB (11.8 GiB) per GPU (the caching allocator: 15% of what torch allocates)",
+        "  footprint    97.7 GB (91.0 GiB) per GPU",
+        "Training fit rule: a card holds the run when the footprint fits its memory; comfortable when 10% of the memory stays free, "
+        "tight otherwise.",
         "Configurations of 1 GPU(s) on offer whose cards hold it, cheapest first:",
     ]
-    assert done.stdout.splitlines()[8] == "  1 x RTX PRO 6000         1.90 USD/h  102.6 GB (95.6 GiB) per card"
+    # 97.7 GB of 102.6 GB leaves 4.8 %: tight
+    assert done.stdout.splitlines()[11:13] == [
+        "  1 x RTX PRO 6000         1.90 USD/h  102.6 GB (95.6 GiB) per card, tight",
+        "  1 x H200                 3.44 USD/h  150.0 GB (139.7 GiB) per card, comfortable",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -114,3 +134,9 @@ def test_bad_combinations_exit_1_with_one_message(args, message):
     assert done.returncode == 1
     assert done.stderr == f"{message}\n1 problem found; nothing was written.\n"
     assert done.stdout == ""
+
+
+def test_qlora_text_counts_the_dequantized_copies():
+    lines = estimate(*TRAINING, "--mode", "qlora").stdout.splitlines()
+    assert lines[5] == "  dequantized  1.3 GB (1.2 GiB) per GPU (16-bit copies of the 4-bit weights)"
+    assert lines[-11] == "  1 x RTX 3090             0.19 USD/h  25.3 GB (23.6 GiB) per card, comfortable"

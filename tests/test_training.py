@@ -153,3 +153,53 @@ def test_a_broken_training_block_is_reported_by_file_and_line(inputs, monkeypatc
         f"catalogs/rules.yaml:{at['lora_targets: everything']}: rules: training.defaults.lora_targets: "
         "unknown LoRA targets 'everything' (expected all, attn or attn_mlp)",
     ]
+
+
+def test_qlora_holds_three_layers_of_dequantized_16_bit_weights():
+    # Llama 3.1 8B's layer: 2 x 4,096^2 (q, o) + 2 x 4,096 x 1,024 (k, v) + 3 x 4,096 x 14,336 (gate, up, down) = 218,103,808 weights
+    qlora = training(LLAMA, run("qlora", precision="bf16"), RULES, DEPLOYMENT)
+    assert RULES.dequantized_layers == 3.0
+    assert qlora.dequantized_bytes_per_gpu == 3 * 218_103_808 * 2 == 1_308_622_848
+    lora = training(LLAMA, run("lora", precision="bf16"), RULES, DEPLOYMENT)
+    assert lora.dequantized_bytes_per_gpu == 0.0  # a 16-bit base is read as it is
+    sharded = training(LLAMA, run("qlora", precision="bf16", zero=3, gpus=4), RULES, DEPLOYMENT)
+    assert sharded.dequantized_bytes_per_gpu == qlora.dequantized_bytes_per_gpu  # FSDP gathers whole layers
+
+
+def test_the_footprint_adds_the_allocators_reserve_to_what_torch_allocates():
+    need = training(LLAMA, run("lora", precision="bf16"), RULES, DEPLOYMENT)
+    assert RULES.fit is not None and (RULES.fit.allocator_reserve, RULES.fit.comfortable_free) == (0.15, 0.1)
+    assert need.allocated_bytes_per_gpu == need.total_bytes_per_gpu - NON_TORCH
+    assert need.reserve_bytes_per_gpu == need.allocated_bytes_per_gpu * 0.15
+    assert need.footprint_bytes_per_gpu == need.total_bytes_per_gpu + need.reserve_bytes_per_gpu
+    paged = training(LLAMA, run("lora", precision="bf16", optimizer="paged_adamw"), RULES, DEPLOYMENT)
+    # paged states live in unified memory, outside torch's allocator: no reserve on them
+    assert paged.allocated_bytes_per_gpu == paged.total_bytes_per_gpu - NON_TORCH - paged.optimizer_bytes_per_gpu
+
+
+def test_a_broken_training_fit_rule_is_reported_by_file_and_line(inputs, monkeypatch):
+    monkeypatch.chdir(inputs)
+    rules = inputs / "catalogs" / "rules.yaml"
+    edit(rules, "  allocator_reserve: 0.15\n", "  allocator_reserve: 1.15\n")
+    edit(rules, "    dequantized_layers: 3.0\n", "    dequantized_layers: three\n")
+    with pytest.raises(BuildError) as raised:
+        gather(options_for(inputs), now=NOW)
+    at = {text: line_of(rules, text) for text in ("allocator_reserve: 1.15", "dequantized_layers: three")}
+    assert raised.value.lines == [
+        f"catalogs/rules.yaml:{at['allocator_reserve: 1.15']}: rules: training_fit.allocator_reserve: "
+        "expected a fraction between 0 and 1, got 1.15",
+        f"catalogs/rules.yaml:{at['dequantized_layers: three']}: rules: training.quantized.dequantized_layers: "
+        "expected a positive number, got 'three'",
+    ]
+
+
+def test_a_training_block_without_its_fit_rule_is_refused(inputs, monkeypatch):
+    monkeypatch.chdir(inputs)
+    rules = inputs / "catalogs" / "rules.yaml"
+    text = rules.read_text()
+    start = text.index("training_fit:\n")
+    rules.write_text(text[:start] + text[text.index("\n\n", start) + 2 :])
+    with pytest.raises(BuildError) as raised:
+        gather(options_for(inputs), now=NOW)
+    # reported at the rules' first line, as every missing section is
+    assert raised.value.lines == [f"catalogs/rules.yaml:{line_of(rules, 'precisions:')}: rules: training_fit: missing field"]

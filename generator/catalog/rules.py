@@ -80,7 +80,7 @@ LIMITS = ("max_params_b max_layers max_heads max_head_dim max_batch max_context 
 # Keys a block holds besides its RULE_FIELDS and its source.
 EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", "old_weights", *LIMITS)}
 RULE_SECTIONS = (
-    "precisions kv_precisions serving fine_tuning gpu_counts fit size_classes "
+    "precisions kv_precisions serving fine_tuning gpu_counts fit training_fit size_classes "
     "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training speed api_page references"
 ).split()
 

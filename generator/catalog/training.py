@@ -23,9 +23,17 @@ from gpumem.catalog.validate import (
     slug,
 )
 from gpumem.engines.training import CHECKPOINTING, METHODS, TARGETS
-from gpumem.records.engines import TrainingDefaults, TrainingOptimizer, TrainingPages, TrainingPrecision, TrainingRules, TrainingRun
+from gpumem.records.engines import (
+    TrainingDefaults,
+    TrainingFit,
+    TrainingOptimizer,
+    TrainingPages,
+    TrainingPrecision,
+    TrainingRules,
+    TrainingRun,
+)
 
-SECTIONS = ("precisions", "optimizers", "base", "activations", "logits", "sharding", "defaults", "pages", "run")
+SECTIONS = ("precisions", "optimizers", "base", "activations", "logits", "sharding", "quantized", "defaults", "pages", "run")
 PRECISION_FIELDS = ("weights", "gradients", "master", "states", "source")
 OPTIMIZER_FIELDS = ("states", "state_bytes", "paged", "factored", "source")
 
@@ -69,6 +77,12 @@ def read_training(
     sharding = _block(section, "sharding", ("gathered_layers", "source"), sources)
     if sharding is not None:
         values["gathered_layers"] = sharding.get("gathered_layers", at_most(positive_int, 1_000))
+    quantized = _block(section, "quantized", ("dequantized_layers", "source"), sources)
+    if quantized is not None:
+        values["dequantized_layers"] = quantized.get("dequantized_layers", small)
+    fit = _fit(top, sources)
+    if fit is not None:
+        values["fit"] = fit
     defaults = _block(section, "defaults", ("seq", "micro_batch", "lora_rank", "lora_targets", "precision", "source"), sources)
     if defaults is not None:
         values["defaults"] = _defaults(defaults, tuple(precisions or ()))
@@ -78,13 +92,25 @@ def read_training(
     run = _block(section, "run", ("model", "tokens", "flops_per_token_per_param", "mfu", "source"), sources)
     if run is not None:
         values["run"] = _run(run, model_ids)
-    parts = [part for part in (base, activations, logits, sharding, defaults, pages, run) if part is not None]
+    parts = [part for part in (base, activations, logits, sharding, quantized, defaults, pages, run) if part is not None]
     section.failed = section.failed or any(part.failed for part in parts)
     top.failed = top.failed or section.failed
     base_formats = values.get("base_formats") or {}
     if section.failed or precisions is None or optimizers is None or any(v is None for v in (*values.values(), *base_formats.values())):
         return None
     return TrainingRules(precisions=precisions, optimizers=optimizers, **values)
+
+
+def _fit(top: Entry, sources: dict[str, str]) -> TrainingFit | None:
+    """rules.yaml's training_fit, beside the serving rule `fit`: the allocator's reserve and a comfortable fit's free share."""
+    entry = top.section("training_fit")
+    if entry is None:
+        return None
+    entry.check_keys(("allocator_reserve", "comfortable_free", "source"))
+    sources["training_fit"] = entry.get("source", citation) or ""
+    values = dict(allocator_reserve=entry.get("allocator_reserve", fraction), comfortable_free=entry.get("comfortable_free", fraction))
+    top.failed = top.failed or entry.failed
+    return None if entry.failed else TrainingFit(**values)
 
 
 def _defaults(entry: Entry, precisions: tuple[str, ...]) -> TrainingDefaults | None:

@@ -12,7 +12,7 @@ from gpumem.commands.estimate import ESTIMATED_ID, Request, estimated_line, mode
 from gpumem.engines import training as engine
 from gpumem.engines.sizing import Configuration, offered_configurations
 from gpumem.errors import BuildError
-from gpumem.figures.training import holding
+from gpumem.figures.training import holding, is_tight
 from gpumem.records.catalog import Model
 from gpumem.records.engines import TrainingDefaults
 
@@ -55,6 +55,7 @@ class TrainingRequest:
 class Fit:
     configuration: Configuration
     card_bytes: float
+    tight: bool = False  # the training fit rule: less than training_fit.comfortable_free of the card left free
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class TrainingEstimate:
     setup: engine.TrainingSetup
     need: engine.Training
     fits: tuple[Fit, ...]
+    comfortable_free: float = 0.0  # rules.yaml training_fit, stated beside each tag
     estimated: str = ""  # what --params estimated, and the rule
 
 
@@ -129,8 +131,10 @@ def estimate(catalogs: Path, request: Request, training: TrainingRequest) -> Tra
     except engine.TrainingError as error:
         raise BuildError([str(error)]) from None
     configurations = offered_configurations(catalog.gpus, catalog.snapshot.offers, (setup.gpus,))
-    fits = tuple(Fit(c, c.gpu.runtime_bytes) for c in holding(need.total_bytes_per_gpu, configurations))
-    return TrainingEstimate(model, setup, need, fits, estimated_line(catalog, model) if model.id == ESTIMATED_ID else "")
+    held = holding(need.footprint_bytes_per_gpu, configurations)
+    fits = tuple(Fit(c, c.gpu.runtime_bytes, is_tight(need, c, rules)) for c in held)
+    estimated = estimated_line(catalog, model) if model.id == ESTIMATED_ID else ""
+    return TrainingEstimate(model, setup, need, fits, rules.fit.comfortable_free if rules.fit else 0.0, estimated)
 
 
 def as_json(result: TrainingEstimate) -> str:
@@ -156,14 +160,19 @@ def as_json(result: TrainingEstimate) -> str:
         "gradients_bytes_per_gpu": round(need.gradients_bytes_per_gpu),
         "optimizer_bytes_per_gpu": round(need.optimizer_bytes_per_gpu),
         "activations_bytes_per_gpu": round(need.activations_bytes_per_gpu),
+        "dequantized_bytes_per_gpu": round(need.dequantized_bytes_per_gpu),
         "runtime_bytes_per_gpu": round(need.runtime_bytes_per_gpu),
         "total_bytes_per_gpu": round(need.total_bytes_per_gpu),
+        "reserve_bytes_per_gpu": round(need.reserve_bytes_per_gpu),
+        "footprint_bytes_per_gpu": round(need.footprint_bytes_per_gpu),
+        "fit_rule": {"allocator_reserve": need.allocator_reserve, "comfortable_free": result.comfortable_free},
         "configurations": [
             {
                 "gpu": fit.configuration.gpu.id,
                 "count": fit.configuration.count,
                 "price_per_hour": fit.configuration.price_per_hour,
                 "card_bytes": round(fit.card_bytes),
+                "fit": "tight" if fit.tight else "comfortable",
             }
             for fit in result.fits
         ],
@@ -191,8 +200,18 @@ def as_text(result: TrainingEstimate, currency: str = "USD") -> str:
         f"  optimizer    {size_text(need.optimizer_bytes_per_gpu)} per GPU"
         f"{' (in CPU memory: offloaded)' if setup.offload_optimizer else ''}",
         f"  activations  {size_text(need.activations_bytes_per_gpu)} per GPU",
+        *(
+            [f"  dequantized  {size_text(need.dequantized_bytes_per_gpu)} per GPU (16-bit copies of the 4-bit weights)"]
+            if need.dequantized_bytes_per_gpu
+            else []
+        ),
         f"  runtime      {size_text(need.runtime_bytes_per_gpu)} per GPU (CUDA context{', NCCL buffers' if setup.gpus > 1 else ''})",
         f"  total        {size_text(need.total_bytes_per_gpu)} per GPU",
+        f"  reserve      {size_text(need.reserve_bytes_per_gpu)} per GPU "
+        f"(the caching allocator: {need.allocator_reserve:.0%} of what torch allocates)",
+        f"  footprint    {size_text(need.footprint_bytes_per_gpu)} per GPU",
+        f"Training fit rule: a card holds the run when the footprint fits its memory; comfortable when {result.comfortable_free:.0%} "
+        "of the memory stays free, tight otherwise.",
         f"Configurations of {setup.gpus} GPU(s) on offer whose cards hold it, cheapest first:",
     ]
     if result.estimated:
@@ -200,7 +219,8 @@ def as_text(result: TrainingEstimate, currency: str = "USD") -> str:
     for fit in result.fits:
         config = fit.configuration
         lines.append(
-            f"  {config.count} x {config.gpu.name:<16} {config.price_per_hour:>8.2f} {currency}/h  {size_text(fit.card_bytes)} per card"
+            f"  {config.count} x {config.gpu.name:<16} {config.price_per_hour:>8.2f} {currency}/h  {size_text(fit.card_bytes)} per card, "
+            f"{'tight' if fit.tight else 'comfortable'}"
         )
     if not result.fits:
         lines.append("  none: shard it over more GPUs (--zero 3 --gpus N), or lower --micro-batch or --seq")

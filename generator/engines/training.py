@@ -14,7 +14,13 @@ Every constant comes from rules.yaml's `training` block, each with its source:
   plus the FP32 logits over the vocabulary and the loss's log-probabilities;
 - sharding: ZeRO-1 divides the optimizer states over the GPUs, ZeRO-2 also the gradients, ZeRO-3
   (and FSDP's full shard) also the weights, gathering whole layers as it goes;
-- the CUDA context and libraries, as measured for the serving runtime (deployment.runtime).
+- QLoRA: bitsandbytes' 4-bit layers dequantize their weight to a fresh 16-bit tensor for the matmul
+  of the forward pass, of its recomputation and of the backward pass (MatMul4Bit in
+  bitsandbytes/autograd/_functions.py); the peak holds a few layers' worth of those copies, a count
+  (training.quantized.dequantized_layers) sized on the enforced QLoRA points;
+- the CUDA context and libraries, as measured for the serving runtime (deployment.runtime);
+- beside the peak, the caching allocator's reserve (training_fit.allocator_reserve): torch keeps freed
+  blocks for reuse, so what it reserves exceeds what it allocates, and a card must hold both.
 """
 
 from __future__ import annotations
@@ -97,16 +103,36 @@ class Training:
     activations_bytes_per_gpu: float
     runtime_bytes_per_gpu: float
     paged_optimizer: bool  # the optimizer's states live in unified memory, unseen by torch's counters
+    dequantized_bytes_per_gpu: float = 0.0  # QLoRA: the 16-bit copies of 4-bit weights alive at the peak
+    allocator_reserve: float = 0.0  # reserved / allocated - 1 (training_fit), 0 without a fit rule
 
     @property
     def total_bytes_per_gpu(self) -> float:
+        """The peak: what torch allocates, the paged optimizer states and the CUDA context."""
         return (
             self.weights_bytes_per_gpu
             + self.gradients_bytes_per_gpu
             + self.optimizer_bytes_per_gpu
             + self.activations_bytes_per_gpu
+            + self.dequantized_bytes_per_gpu
             + self.runtime_bytes_per_gpu
         )
+
+    @property
+    def allocated_bytes_per_gpu(self) -> float:
+        """What torch's allocator counts: the peak without the CUDA context and paged optimizer states."""
+        paged = self.optimizer_bytes_per_gpu if self.paged_optimizer else 0.0
+        return self.total_bytes_per_gpu - self.runtime_bytes_per_gpu - paged
+
+    @property
+    def reserve_bytes_per_gpu(self) -> float:
+        """The caching allocator's blocks beyond the live tensors, at the peak."""
+        return self.allocated_bytes_per_gpu * self.allocator_reserve
+
+    @property
+    def footprint_bytes_per_gpu(self) -> float:
+        """What a card must hold: the peak and the allocator's reserve (the training fit rule)."""
+        return self.total_bytes_per_gpu + self.reserve_bytes_per_gpu
 
 
 def matrices(arch: Architecture, modules: tuple[str, ...]) -> list[tuple[int, int, int]]:
@@ -216,6 +242,22 @@ def activations_bytes(arch: Architecture, setup: TrainingSetup, rules: TrainingR
     return kept + tokens * arch.vocab * rules.logit_bytes
 
 
+def dequantized_bytes(arch: Architecture, setup: TrainingSetup, rules: TrainingRules, deployment: DeploymentRules) -> float:
+    """QLoRA's 16-bit copies of 4-bit weights alive at the peak: `dequantized_layers` layers' linear weights.
+
+    MatMul4Bit's forward computes linear(A, dequantize_4bit(B).to(A.dtype)) and its backward
+    grad_output @ dequantize_4bit(B).to(grad_output.dtype): each matmul makes a whole 16-bit copy of
+    its weight (and a second one when the quantization state's dtype is not the compute dtype). The
+    copies are freed after the matmul, but the recomputed forward, the backward and (under FSDP) the
+    prefetched layer overlap, so how many layers' worth coexist is measured, not derived.
+    """
+    sixteen = deployment.weight_formats["bf16"].bits
+    if deployment.weight_formats[rules.base_formats[setup.method]].bits >= sixteen:
+        return 0.0  # a 16-bit base is read as it is
+    layer = sum(d_in * d_out * count for d_in, d_out, count in matrices(arch, MODULES)) / arch.layers
+    return rules.dequantized_layers * layer * sixteen / 8
+
+
 def training(model: Model, setup: TrainingSetup, rules: TrainingRules, deployment: DeploymentRules) -> Training:
     """Peak memory per GPU of one fine-tuning run."""
     check(model, setup, rules)
@@ -256,4 +298,6 @@ def training(model: Model, setup: TrainingSetup, rules: TrainingRules, deploymen
         activations_bytes_per_gpu=activations_bytes(arch, setup, rules, fp32_widening(deployment) if setup.fp32_unquantized else 1.0),
         runtime_bytes_per_gpu=runtime,
         paged_optimizer=optimizer.paged,
+        dequantized_bytes_per_gpu=dequantized_bytes(arch, setup, rules, deployment),
+        allocator_reserve=rules.fit.allocator_reserve if rules.fit else 0.0,
     )

@@ -188,7 +188,8 @@ class CalculatorState:
                 ("overhead", need.runtime_bytes_per_gpu / 1e9),
             )
         run = self.tuning.need  # type: ignore[union-attr]
-        return tuple((name, getattr(run, f"{part}_bytes_per_gpu") / 1e9) for name, part in TRAINING_PARTS.items())
+        parts = ((name, getattr(run, f"{part}_bytes_per_gpu") / 1e9) for name, part in TRAINING_PARTS.items())
+        return tuple((name, value) for name, value in parts if value or name != "dequantized")
 
     @property
     def per_gpu(self) -> float:

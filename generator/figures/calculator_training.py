@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from gpumem.engines import sizing
 from gpumem.engines import training as engine
-from gpumem.engines.sizing import Configuration
 from gpumem.figures import training as compute_training
 from gpumem.records.catalog import Catalog, Model
 
@@ -33,6 +32,7 @@ TRAINING_PARTS = {
     "gradients": "gradients",
     "optimizer": "optimizer",
     "activations": "activations",
+    "dequantized": "dequantized",  # listed only when there are some (QLoRA)
     "overhead": "runtime",
 }
 TRAINING_RESULTS = {
@@ -40,6 +40,7 @@ TRAINING_RESULTS = {
     "gradients": "gradients-gb",
     "optimizer": "optimizer-gb",
     "activations": "activations-gb",
+    "dequantized": "dequantized-gb",
     "overhead": "runtime-gb",
 }
 
@@ -51,7 +52,7 @@ class Tuning:
 
     setup: engine.TrainingSetup
     need: engine.Training
-    fits: tuple[Configuration, ...]
+    fits: tuple[compute_training.Held, ...]  # each with the training fit rule's verdict
 
     @property
     def total_bytes(self) -> float:
@@ -80,7 +81,8 @@ def tuning(catalog: Catalog, model: Model, fields: dict[str, str]) -> Tuning:
     )
     need = engine.training(model, setup, rules, dep)
     offered = sizing.offered_configurations(catalog.gpus, catalog.snapshot.offers, (setup.gpus,))
-    return Tuning(setup, need, tuple(compute_training.holding(need.total_bytes_per_gpu, offered)))
+    held = compute_training.holding(need.footprint_bytes_per_gpu, offered)
+    return Tuning(setup, need, tuple(compute_training.held_run(c, need, rules) for c in held))
 
 
 def training_fields(catalog: Catalog, mode: str) -> dict[str, str]:
@@ -119,6 +121,9 @@ def training_data(catalog: Catalog) -> dict:
         "normBytes": rules.norm_bytes,
         "logitBytes": rules.logit_bytes,
         "gatheredLayers": rules.gathered_layers,
+        "dequantizedLayers": rules.dequantized_layers,
+        "allocatorReserve": rules.fit.allocator_reserve if rules.fit else 0.0,
+        "comfortableFree": rules.fit.comfortable_free if rules.fit else 0.0,
         "targets": engine.TARGETS,
         "checkpointing": engine.CHECKPOINTING,
         "zero": engine.ZERO_STAGES,

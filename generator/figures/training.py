@@ -17,14 +17,22 @@ from gpumem.records.catalog import Catalog, Model
 from gpumem.records.engines import TrainingPages, TrainingRules
 
 
-def holding(total_bytes_per_gpu: float, configurations: Iterable[Configuration]) -> list[Configuration]:
-    """The configurations whose every card holds the run's peak per GPU, cheapest first.
+def holding(footprint_bytes_per_gpu: float, configurations: Iterable[Configuration]) -> list[Configuration]:
+    """The configurations whose every card holds the run, cheapest first.
 
-    A card holds it when the peak fits in the memory the runtime sees (Gpu.runtime_bytes): training
-    has no vLLM utilisation cap, only the allocator's total.
+    The training fit rule (rules.yaml training_fit): a card holds a run when its footprint (the peak
+    plus the caching allocator's reserve, Training.footprint_bytes_per_gpu) fits the memory the
+    runtime sees (Gpu.runtime_bytes); training has no vLLM utilisation cap.
     """
-    fits = [c for c in configurations if total_bytes_per_gpu <= c.gpu.runtime_bytes]
+    fits = [c for c in configurations if footprint_bytes_per_gpu <= c.gpu.runtime_bytes]
     return sorted(fits, key=lambda c: (c.price_per_hour, c.gpu.id))
+
+
+def is_tight(need: engine.Training, configuration: Configuration, rules: TrainingRules) -> bool:
+    """A held run is tight when it leaves less than training_fit.comfortable_free of the card's memory free."""
+    memory = configuration.gpu.runtime_bytes
+    free = rules.fit.comfortable_free if rules.fit else 0.0
+    return memory - need.footprint_bytes_per_gpu < free * memory
 
 
 def page_setup(model: Model, method: str, micro_batch: int, gpus: int, rules: TrainingRules) -> engine.TrainingSetup:
@@ -53,6 +61,12 @@ class Held:
 
     configuration: Configuration
     need: engine.Training
+    tight: bool = False  # within training_fit.comfortable_free of the card's memory
+
+
+def held_run(configuration: Configuration, need: engine.Training, rules: TrainingRules) -> Held:
+    """A configuration that holds the run, with the fit rule's verdict."""
+    return Held(configuration, need, is_tight(need, configuration, rules))
 
 
 @dataclass(frozen=True)
@@ -92,7 +106,7 @@ def tuning_row(model: Model, method: str, micro_batch: int, catalog: Catalog, co
     for gpus in sorted(catalog.rules.gpu_counts):
         need = engine.training(model, page_setup(model, method, micro_batch, gpus, rules), rules, deployment)
         at_count = [c for c in offered if c.count == gpus]
-        held += [Held(c, need) for c in holding(need.total_bytes_per_gpu, at_count)]
+        held += [held_run(c, need, rules) for c in holding(need.footprint_bytes_per_gpu, at_count)]
     held.sort(key=lambda h: (h.configuration.price_per_hour, h.configuration.count, h.configuration.gpu.id))
     assert need is not None  # gpu_counts is never empty (catalog/rules.py)
     smallest = fewest_gpus(held)
@@ -185,7 +199,7 @@ def _at_batch(model: Model, method: str, micro_batch: int, config: Configuration
     rules, deployment = catalog.rules.training, catalog.rules.deployment
     assert rules is not None and deployment is not None
     need = engine.training(model, page_setup(model, method, micro_batch, config.count, rules), rules, deployment)
-    return need if holding(need.total_bytes_per_gpu, (config,)) else None
+    return need if holding(need.footprint_bytes_per_gpu, (config,)) else None
 
 
 def finetune_guide(

@@ -289,7 +289,29 @@ class Rows:
 
     def held_offer(self, held: Held) -> Markup:
         price = self._("%(price)s per hour", price=self.f.money(held.configuration.price_per_hour))
-        return Markup(f'<span class="config">{self.config_line(held)}</span> <span class="price">{price}</span>')
+        tag = self.training_fit_tag(held)
+        return Markup(f'<span class="config">{self.config_line(held)}</span> <span class="price">{price}</span> {tag}')
+
+    @property
+    def comfortable_free(self) -> float:
+        training = self.catalog.rules.training
+        return training.fit.comfortable_free if training is not None and training.fit is not None else 0.0
+
+    def training_fit_tag(self, held: Held) -> Markup:
+        """The training fit rule's verdict on one configuration, the rule written beside it (rules.yaml training_fit)."""
+        _, f, need = self._, self.f, held.need
+        memory = held.configuration.gpu.runtime_bytes
+        values = dict(
+            footprint=f.gb(need.footprint_bytes_per_gpu / 1e9),
+            memory=f.gb(memory / 1e9),
+            reserve=f.percent(need.allocator_reserve),
+            free=f.percent(self.comfortable_free),
+        )
+        if held.tight:
+            text = _("tight: with the allocator's %(reserve)s reserve, %(footprint)s of %(memory)s, less than %(free)s free", **values)
+            return Markup(f'<span class="tight">{text}</span>')
+        text = _("comfortable: with the allocator's %(reserve)s reserve, %(footprint)s of %(memory)s, at least %(free)s free", **values)
+        return Markup(f'<span class="comfortable">{text}</span>')
 
     def finetune_rows(self, t: ModelTuning) -> Markup:
         _, gb = self._, self.f.gb

@@ -88,9 +88,21 @@ class TrainingRules:
     norm_bytes: float  # the part of layer_bytes that is the norms' inputs (copies of the residual stream)
     logit_bytes: float  # per token and vocabulary entry: the FP32 logits and the loss's log-probabilities
     gathered_layers: int  # layers whose full weights ZeRO-3 / FSDP gather at once (the current and the prefetched)
+    dequantized_layers: float  # QLoRA: layers' worth of 16-bit weights bitsandbytes' 4-bit layers hold at the peak
+    fit: TrainingFit | None = None  # when a card holds a run, and when it holds it comfortably (rules.yaml, training_fit)
     defaults: TrainingDefaults | None = None  # what `gpumem estimate --mode` assumes for a flag left out
     pages: TrainingPages | None = None  # the setting the model pages and the fine-tuning guide state
     run: TrainingRun | None = None  # the run the fine-tuning guide prices
+
+
+@dataclass(frozen=True)
+class TrainingFit:
+    """The training fit rule (rules.yaml, training_fit): a card holds a run when the peak, the caching
+    allocator's reserve on top of what torch allocates, and the CUDA context fit its memory; it holds it
+    comfortably when that leaves at least `comfortable_free` of the memory free."""
+
+    allocator_reserve: float  # reserved / allocated - 1, the caching allocator's blocks beyond live tensors
+    comfortable_free: float  # the fraction of the card's memory a comfortable fit leaves free
 
 
 @dataclass(frozen=True)

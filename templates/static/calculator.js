@@ -11,7 +11,7 @@
   var FIELDS = ["model"].concat(ARCH, ["mode", "weights", "kv", "gpus", "batch", "context", "prompt", "output", "sort"], TRAINING);
   var engine = window.gpumemTraining, weightsBytes = engine.weightsBytes;
   var FULL = { kind: "full", window: 0, slidingLayers: 0, latent: 0 };  // full attention: every layer caches every token
-  var PARTS = ["weights", "kv_cache", "gradients", "optimizer", "overhead", "activations"];  // their index is their colour class
+  var PARTS = ["weights", "kv_cache", "gradients", "optimizer", "overhead", "activations", "dequantized"];  // their index is their colour class
   var SIZES = ["hidden", "vocab", "intermediate", "gpus"];  // read by both engines, unlike the old rule of thumb
   var MODES = ["serve", "full", "lora", "qlora"], SWITCHES = ["on", "off"];
 
@@ -768,12 +768,13 @@
       var first = element("li", fill(text.perGpu, { count: number.format(s.gpus) }) + " ");
       first.appendChild(result("strong", "per-gpu-gb", run.perGpu / 1e9));
       summary.appendChild(first);
-      renderParts([["weights", "weights-per-gpu-gb", run.weights], ["gradients", "gradients-gb", run.gradients],
+      var parts = [["weights", "weights-per-gpu-gb", run.weights], ["gradients", "gradients-gb", run.gradients],
         ["optimizer", "optimizer-gb", run.optimizer], ["activations", "activations-gb", run.activations],
-        ["overhead", "runtime-gb", run.runtime]], run.perGpu / 1e9, { overhead: "cuda" });
+        ["dequantized", "dequantized-gb", run.dequantized], ["overhead", "runtime-gb", run.runtime]];
+      renderParts(parts.filter(function (p) { return p[2] || p[0] !== "dequantized"; }), run.perGpu / 1e9, { overhead: "cuda" });
       renderList(run.fits, function (c) {
         return fill(text.trainOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price), memory: gb(c.card / 1e9) });
-      }, null);
+      }, text.trainRules);
       root.querySelector("#calc-counts").textContent = fill(text.trainCounts, { count: number.format(s.gpus) });
       root.querySelector("#calc-note").textContent = text.trainNote;
     }

@@ -95,6 +95,14 @@
     return kept + tokens * arch.vocab * tr.logitBytes;
   }
 
+  // training.dequantized_bytes: QLoRA's 16-bit copies of 4-bit weights, dequantizedLayers layers' linear weights.
+  function dequantizedBytes(data, arch, t) {
+    var tr = data.training, formats = data.weightFormats, sixteen = formats.bf16.bits;
+    if (formats[tr.base[t.method]].bits >= sixteen) return 0;
+    var layer = matrices(data, arch, tr.targets.all).reduce(function (sum, m) { return sum + m[0] * m[1] * m[2]; }, 0) / arch.layers;
+    return tr.dequantizedLayers * layer * sixteen / data.deployment.bitsPerByte;
+  }
+
   // training.training: peak bytes per GPU of one run (s: the model, t: the run's settings, checked).
   function need(data, s, t) {
     var tr = data.training, formats = data.weightFormats, arch = s.arch, gpus = t.gpus;
@@ -124,8 +132,13 @@
     var run = { gpus: gpus, trainable: trainable, weights: weights, gradients: gradients,
       optimizer: t.offload ? 0 : optimizerBytes,
       activations: activationsBytes(tr, arch, t, t.fp32Unquantized ? widening : 1),
+      dequantized: dequantizedBytes(data, arch, t),
       runtime: data.deployment.nonTorchBytes + (gpus > 1 ? data.deployment.parallelBytes : 0) };
-    run.perGpu = run.weights + run.gradients + run.optimizer + run.activations + run.runtime;
+    run.perGpu = run.weights + run.gradients + run.optimizer + run.activations + run.dequantized + run.runtime;
+    // Training.allocated_bytes_per_gpu, reserve_bytes_per_gpu and footprint_bytes_per_gpu (the training fit rule)
+    var allocated = run.perGpu - run.runtime - (optimizer[2] ? run.optimizer : 0);
+    run.reserve = allocated * tr.allocatorReserve;
+    run.footprint = run.perGpu + run.reserve;
     return run;
   }
 
@@ -153,16 +166,19 @@
     return found;
   }
 
-  // The configurations of t.gpus GPUs, then compute_training.holding: those whose cards hold it, cheapest first.
-  function fits(data, perGpu, gpus) {
-    var found = offered(data, [gpus]).filter(function (c) { return perGpu <= c.card; });
+  // The configurations of t.gpus GPUs, then compute_training.holding: those whose cards hold the footprint,
+  // cheapest first, each tight (compute_training.is_tight) when it leaves less than comfortableFree of the card.
+  function fits(data, footprint, gpus) {
+    var free = data.training.comfortableFree;
+    var found = offered(data, [gpus]).filter(function (c) { return footprint <= c.card; });
+    found.forEach(function (c) { c.tight = c.card - footprint < free * c.card; });
     return found.sort(function (x, y) { return x.price - y.price || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0); });
   }
 
   // The run for a calculator state whose settings check() passed: the parts per GPU and the fits.
   function train(data, s, t) {
     var run = need(data, s, t);
-    run.fits = fits(data, run.perGpu, t.gpus);
+    run.fits = fits(data, run.footprint, t.gpus);
     return run;
   }
 
