@@ -165,7 +165,7 @@ def test_known_cells_read_as_a_person_sees_them(built_site):
     assert (
         es["ajuste"][11]["text"]
         == "1.120 GB 8 × H200 desde 27,52 US$ por hora el conjunto (3,44 US$ por GPU-hora) justo Según el modelo de entrenamiento "
-        "no cabe con 4.096 tokens por secuencia; sí cabe con 1.024. Lo que sí cabe: 8 × B300, 36,80 US$ por hora. Alquilar en Arrakis"
+        "no cabe con 4.096 tokens por secuencia, ni con secuencias más cortas. Lo que sí cabe: 8 × B300, 36,80 US$ por hora. Alquilar en Arrakis"
     )
     # Full fine-tuning of a 405B: 6,480 GB, more than one 8-GPU machine.
     # 405B full fine-tuning fills three 8 × B300 machines to exactly 100 %: that does not fit (issue 10).
