@@ -319,7 +319,7 @@ def test_a_licence_is_a_name_a_kind_and_a_link(root, written, expected):
 
 
 def test_an_old_weight_name_maps_to_a_known_format(root):
-    edit(root / RULES, "    int4: awq\n", "    int4: awq4\n")
+    edit(root / RULES, "old_weights: {int4: awq}", "old_weights: {int4: awq4}")
     line = line_of(root / RULES, "int4: awq4")
     assert problems(root) == [
         f"catalogs/rules.yaml:{line}: rules: calculator.old_weights.int4: unknown weight format 'awq4' (expected awq, bf16, fp16, fp32, "

@@ -119,7 +119,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     )
     training = read_training(top, sources, values["deployment"].weight_formats if values["deployment"] else None, model_ids)
     known = values["deployment"].weight_formats if values["deployment"] else {}
-    values["calculator_old_weights"] = _old_weights(calculator, known, sources) if calculator else None
+    values["calculator_old_weights"] = _old_weights(calculator, known) if calculator else None
     api_page = read_api_page(top, sources) if "api_page" in data else None
     kv_known = values["deployment"].kv_formats if values["deployment"] else {}
     values["speed"] = read_speed(top, sources, set(known), set(kv_known)) if "speed" in data else None
@@ -181,18 +181,16 @@ def _calculator_defaults(
     return None if section.failed else defaults
 
 
-def _old_weights(calculator: Entry, known: Iterable[str], sources: dict[str, str]) -> dict[str, str] | None:
-    """Weight formats an earlier calculator's links name, each with the format such a link opens now, and why."""
+def _old_weights(calculator: Entry, known: Iterable[str]) -> dict[str, str] | None:
+    """Weight formats an earlier calculator's links name, each with the format such a link opens now (the reason is
+    in the calculator block's source: the methodology page, at its budget, lists one row per block)."""
     if "old_weights" not in calculator.data:
         return {}
     section = calculator.section("old_weights")
     if section is None:
         return None
-    source = section.get("source", citation)
-    if source:
-        sources["calculator.old_weights"] = source
     names = one_of(known, "weight format")
-    found = {str(name): section.get(str(name), names) for name in section.data if name != "source"}
+    found = {str(name): section.get(str(name), names) for name in section.data}
     calculator.failed = calculator.failed or section.failed
     return None if section.failed else found
 
