@@ -107,20 +107,20 @@ def test_sixty_models_make_sixty_preset_files_and_a_table_of_thirty(sixty: Path)
     assert len(json.loads((folder.parent / f"{folder.name}.json").read_text())) == 60
     html = (sixty / "en/calculator/index.html").read_text()
     table = re.search(r"<table.*?</table>", html, re.S).group(0)
-    assert table.count('<th scope="row">') == compute_calculator.TABLE_MODELS == 20
+    assert table.count('<th scope="row">') == compute_calculator.TABLE_MODELS == 16
     said = unescape(html)
-    assert "This table lists the first 20 of the catalog's 60 models; every model is on the models page" in said
-    assert "The table below precomputes the first 20 catalog models; each model's page has its own figures." in said
+    assert "This table lists the first 16 of the catalog's 60 models; every model is on the models page" in said
+    assert "The table below precomputes the first 16 catalog models; each model's page has its own figures." in said
     copies = [m.name for m in load_catalog(sixty.parent / "catalogs").models[20:]]
     assert len(copies) == 40 and not [name for name in copies if name in html]  # the other models are in the files alone
     french = (sixty / "fr/calculateur/index.html").read_text()
-    assert "Ce tableau présente les 20 premiers des 60 modèles du catalogue\u202f;" in french
+    assert "Ce tableau présente les 16 premiers des 60 modèles du catalogue\u202f;" in french
 
 
 def test_the_fixture_catalog_of_28_models_lists_20_and_says_so(built_site: Path):
     html = unescape((built_site / "en/calculator/index.html").read_text())
-    assert re.search(r"<table.*?</table>", html, re.S).group(0).count('<th scope="row">') == 20
-    assert "This table lists the first 20 of the catalog's 28 models; every model is on the models page" in html
+    assert re.search(r"<table.*?</table>", html, re.S).group(0).count('<th scope="row">') == 16
+    assert "This table lists the first 16 of the catalog's 28 models; every model is on the models page" in html
 
 
 @pytest.mark.parametrize("lang", list(PAGES))
