@@ -38,7 +38,8 @@ ARCH_FIELDS = (
 SORTS = ("price", "speed", "cost")
 # The table of presets lists this many catalog models at most (the first): the page keeps its weight at any catalog
 # size (each row weighs some 300 bytes), and each model's own page and the model index hold the rest.
-TABLE_MODELS = 16  # with 20 rows and the calculator's link notices, estimate rule and training fit rule, the French page came to 100.5 KB of its 100
+# With 20 rows, the link notices, the estimate rule and the training fit rule, the French page came to 100.5 KB of its 100.
+TABLE_MODELS = 16
 # Decimals of the speed figures: seconds to the first token, and prices per million tokens (often under a cent).
 SPEED_DIGITS = {"seconds": 2, "perMillion": 3}
 
