@@ -134,8 +134,10 @@ def test_guide_cells_match_the_engine_and_sizing(built_site):
         for cell, (need, choice) in zip(serving, expected, strict=True):
             assert float(cell["data-need-gb"]) == need
             assert cell["data-gpus"] == " ".join(o.gpu.id for o in choice.options)
-            assert int(cell["data-count"]) == choice.best.total_gpus
-            assert float(cell["data-price-hour"]) == choice.best.price_per_hour
+            assert f"{choice.best.count} × " in cell["text"]  # its configuration and price as a reader reads them
+            if page.startswith("en/"):
+                each = choice.best.price_per_hour if choice.best.total_gpus == 1 else choice.best.price_per_gpu_hour
+                assert f"${each:,.2f} per GPU-hour" in cell["text"], cell["text"]
         expected = [
             (memory.fine_tuning_gb(rules, size.size_b, method), size) for size in rules.size_classes for method in rules.fine_tuning_methods
         ]
