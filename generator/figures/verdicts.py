@@ -58,12 +58,12 @@ def training_claim(model: Model, method: str, seq: int, micro_batch: int) -> str
 
 def rule_format(catalog: Catalog, precision: str) -> WeightFormat:
     """The storage format a rule-of-thumb precision is served in: the first of the model pages' formats
-    (rules.yaml model_formats) with that many bits per weight (4-bit: AWQ), else the precision's own name."""
+    (rules.yaml model_formats) with that many bits per weight (4-bit: AWQ), else the format of the precision's name."""
     rules = catalog.rules
     assert rules.deployment is not None
     formats = rules.deployment.weight_formats
     named = [formats[name] for name in rules.model_formats if name in formats]
-    return next((fmt for fmt in named if rule_precision(fmt) == precision), formats.get(precision) or named[0])
+    return next((fmt for fmt in named if rule_precision(fmt) == precision), None) or formats[precision]
 
 
 def rule_precision(fmt: WeightFormat) -> str:
@@ -112,26 +112,22 @@ def training_verdict(
     """Whether `named` holds the pages' run of `method` (micro-batch 1); if not, at which shorter
     sequence it would (halving down to SHORTEST_SEQUENCE) and the cheapest configuration that holds it.
     None when the cell names no configuration or rules.yaml states no training setting."""
-    training = catalog.rules.training
-    if named is None or training is None or training.pages is None or tuning_rules(catalog) is None:
+    setting = tuning_rules(catalog)
+    if named is None or setting is None:
         return None
-    seq = training.pages.seq
-    claim = training_claim(model, method, seq, 1)
-    if tuning_row(model, method, 1, catalog, (named,)).held:
-        return Verdict("training", claim, named, seq, True)
-    holds_at = None
-    shorter = seq // 2
-    while shorter >= SHORTEST_SEQUENCE and holds_at is None:
-        if _training_holds_at(catalog, model, method, named, shorter):
-            holds_at = shorter
-        shorter //= 2
+    claim = training_claim(model, method, setting.seq, 1)
+    if _training_holds_at(catalog, model, method, named, setting.seq):
+        return Verdict("training", claim, named, setting.seq, True)
+    shorter = (setting.seq >> halving for halving in range(1, setting.seq.bit_length()))
+    holds_at = next((seq for seq in shorter if seq >= SHORTEST_SEQUENCE and _training_holds_at(catalog, model, method, named, seq)), None)
     cheapest = tuning_row(model, method, 1, catalog, tuple(offered)).cheapest
-    return Verdict("training", claim, named, seq, False, holds_at, cheapest.configuration if cheapest else None)
+    return Verdict("training", claim, named, setting.seq, False, holds_at, cheapest.configuration if cheapest else None)
 
 
 def _training_holds_at(catalog: Catalog, model: Model, method: str, named: Configuration, seq: int) -> bool:
-    """Whether `named` holds the pages' run of `method` at a sequence length of `seq` tokens."""
+    """Whether `named` holds the pages' run of `method` (micro-batch 1) at a sequence length of `seq` tokens."""
     training = catalog.rules.training
-    assert training is not None and training.pages is not None
-    shorter = replace(catalog.rules, training=replace(training, pages=replace(training.pages, seq=seq)))
-    return bool(tuning_row(model, method, 1, replace(catalog, rules=shorter), (named,)).held)
+    assert training is not None and training.pages is not None  # tuning_rules checked them
+    if seq != training.pages.seq:
+        catalog = replace(catalog, rules=replace(catalog.rules, training=replace(training, pages=replace(training.pages, seq=seq))))
+    return bool(tuning_row(model, method, 1, catalog, (named,)).held)
