@@ -193,6 +193,10 @@ def test_while_a_preset_loads_the_page_says_so_then_shows_it(opened: Page):
     expect(opened.locator("#calc-options")).to_be_hidden()
     opened.select_option('[name="mode"]', "full")  # another field meanwhile: still loading, no other model's figures
     expect(opened.locator('[data-result="total-gb"]')).to_have_text("Loading the figures of Qwen2.5 14B (Instruct)…")
+    for _ in range(200):  # the route's handler runs when Playwright next reads its events: let it read them
+        if held:
+            break
+        opened.wait_for_timeout(50)
     assert len(held) == 1
     held[0].continue_()
     expect(opened.locator("#calc-results")).not_to_have_attribute("aria-busy", "true")
