@@ -316,3 +316,30 @@ def test_a_licence_is_a_name_a_kind_and_a_link(root, written, expected):
     edit(root / MODELS, f"    license: {LLAMA_2_LICENSE}\n", f"    license: {written}\n")
     line = line_of(root / MODELS, f"    license: {written}")
     assert problems(root) == [f"catalogs/models.yaml:{line}: llama-2-7b: {message}" for message in expected]
+
+
+VLLM_COMMIT = "98dff2a81d747d1dba01a47f939f48c3526d4206"
+
+
+def test_the_pins_are_read():
+    engines = gather(fixture_options(), now=NOW).catalog.rules.engines
+    assert sorted(engines) == ["llama.cpp", "vllm"]
+    assert (engines["vllm"].version, engines["vllm"].commit) == ("0.29.0", VLLM_COMMIT)
+    assert (engines["llama.cpp"].version, engines["llama.cpp"].commit) == ("master@001d906a", "001d906a6d86e2490e394361e7cc6f478b100088")
+    assert "vllm-project/vllm-ascend/pull/16393" in engines["vllm"].source
+
+
+def test_a_commit_must_be_40_hex_digits(root):
+    edit(root / RULES, f"commit: {VLLM_COMMIT}", "commit: 98dff2a8")
+    line = line_of(root / RULES, "commit: 98dff2a8")
+    assert problems(root) == [
+        f"catalogs/rules.yaml:{line}: rules: engines.vllm.commit: expected a commit of 40 lowercase hex digits, got '98dff2a8'"
+    ]
+
+
+def test_an_unknown_engine_is_named(root):
+    edit(root / RULES, "  llama.cpp:\n    version:", "  sglang:\n    version:")
+    assert problems(root) == [
+        f"catalogs/rules.yaml:{line_of(root / RULES, '  vllm:')}: rules: engines.llama.cpp: missing field",
+        f"catalogs/rules.yaml:{line_of(root / RULES, '  sglang:')}: rules: engines.sglang: unknown field (expected one of: vllm, llama.cpp)",
+    ]

@@ -1,13 +1,16 @@
-"""rules.yaml's deployment block: weight and KV formats, the runtime's own memory, its batch defaults."""
+"""rules.yaml's deployment block (weight and KV formats, the runtime's own memory, its batch defaults) and its
+engines block (the engine versions those figures follow)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from gpumem.catalog.validate import Entry, at_most, citation, fraction, one_of, positive_int, positive_number, slug, text
+from gpumem.catalog.validate import Entry, Invalid, at_most, citation, describe, fraction, one_of, positive_int, positive_number, slug, text
 from gpumem.engines.deployment import GIB
-from gpumem.records.engines import DeploymentRules, KvFormat, WeightFormat
+from gpumem.records.engines import DeploymentRules, EnginePin, KvFormat, WeightFormat
 
+COMMIT = re.compile(r"[0-9a-f]{40}")
 SCOPES = ("all", "linear", "experts")
 RUNTIMES = ("vllm", "llama.cpp")
 RUNTIME_FIELDS = ("utilization", "non_torch_gib", "parallel_gib", "activation_gib", "sampler_bytes", "llamacpp_batch", "source")
@@ -53,6 +56,33 @@ def read_deployment(top: Entry, sources: dict[str, str]) -> DeploymentRules | No
     if section.failed or weights is None or kvs is None or any(v is None for v in values.values()):
         return None  # every missing or wrong value was reported where it stands
     return DeploymentRules(weight_formats=weights, kv_formats=kvs, **values)
+
+
+def read_engines(top: Entry, sources: dict[str, str]) -> dict[str, EnginePin] | None:
+    """The engines block: one pinned version per runtime, each with its commit and why it is that version."""
+    section = top.section("engines")
+    if section is None:
+        return None
+    section.check_keys(RUNTIMES)
+    pins = {}
+    for name in RUNTIMES:
+        entry = section.section(name)
+        if entry is None:
+            continue
+        entry.check_keys(("version", "commit", "source"))
+        version, commit = entry.get("version", text), entry.get("commit", _commit)
+        sources[f"engines.{name}"] = entry.get("source", citation) or ""
+        section.failed = section.failed or entry.failed
+        if version is not None and commit is not None and not entry.failed:
+            pins[name] = EnginePin(name, version, commit, sources[f"engines.{name}"])
+    top.failed = top.failed or section.failed
+    return None if section.failed else pins
+
+
+def _commit(value: Any) -> str:
+    if not isinstance(value, str) or not COMMIT.fullmatch(value):
+        raise Invalid(f"expected a commit of 40 lowercase hex digits, got {describe(value)}")
+    return value
 
 
 def _gib(value: float | None) -> float | None:

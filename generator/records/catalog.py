@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from gpumem.records.engines import DeploymentRules, SpeedRules, TrainingRules
+from gpumem.records.engines import DeploymentRules, EnginePin, SpeedRules, TrainingRules
 
 
 @dataclass(frozen=True)
@@ -222,6 +222,7 @@ class Rules:
     references: dict[str, str] = field(default_factory=dict)  # a cited address -> the name readers know it by
     training: TrainingRules | None = None
     api_page: ApiPageRules | None = None  # the page "Self-hosting or an API?" (rules.yaml, api_page)
+    engines: dict[str, EnginePin] = field(default_factory=dict)  # the pinned engine versions (rules.yaml, engines)
 
 
 @dataclass(frozen=True)

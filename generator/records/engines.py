@@ -8,6 +8,16 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
+class EnginePin:
+    """One engine version the deployment figures and launch commands follow (rules.yaml, engines)."""
+
+    name: str  # vllm | llama.cpp
+    version: str  # a release ("0.29.0") or a build tag
+    commit: str  # 40 hex digits
+    source: str  # why this commit is that version
+
+
+@dataclass(frozen=True)
 class WeightFormat:
     """How a checkpoint stores its weights (rules.yaml, deployment.weight_formats)."""
 
