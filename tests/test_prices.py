@@ -194,7 +194,17 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
             "_headers",
             *(
                 str(published(site, name).relative_to(site))
-                for name in ("api.js", "calculator.js", "favicon.svg", "speed.js", "style.css", "tables.css", "tables.js", "training.js")
+                for name in (
+                    "api.js",
+                    "calculator.js",
+                    "copy.js",
+                    "favicon.svg",
+                    "speed.js",
+                    "style.css",
+                    "tables.css",
+                    "tables.js",
+                    "training.js",
+                )
             ),
             *(str(p.relative_to(site)) for p in (site / "assets").glob("presets.*/*.json")),  # the calculator's presets: no prices
             *(str(p.relative_to(site)) for p in (site / "assets").glob("presets.*.json")),

@@ -343,3 +343,38 @@ def test_an_unknown_engine_is_named(root):
         f"catalogs/rules.yaml:{line_of(root / RULES, '  vllm:')}: rules: engines.llama.cpp: missing field",
         f"catalogs/rules.yaml:{line_of(root / RULES, '  sglang:')}: rules: engines.sglang: unknown field (expected one of: vllm, llama.cpp)",
     ]
+
+
+def test_a_repository_is_checked(root):
+    edit(root / MODELS, "      awq: {repo: Qwen/Qwen2.5-7B-Instruct-AWQ,", "      awq: {repo: Qwen2.5-7B-Instruct-AWQ,")
+    line = line_of(root / MODELS, "repo: Qwen2.5-7B-Instruct-AWQ,")
+    assert problems(root) == [
+        f"catalogs/models.yaml:{line}: qwen2.5-7b: repos.awq.repo: expected a Hugging Face repository as owner/name, "
+        "got 'Qwen2.5-7B-Instruct-AWQ'"
+    ]
+
+
+def test_a_repository_needs_a_known_format_and_a_gguf_file(root):
+    edit(root / MODELS, "      awq: {repo: Qwen/Qwen2.5-7B-Instruct-AWQ,", "      awq4: {repo: Qwen/Qwen2.5-7B-Instruct-AWQ,")
+    edit(root / MODELS, "file: Qwen3-8B-Q8_0.gguf,", "file: Qwen3-8B-Q8_0.bin,")
+    awq4, q8 = line_of(root / MODELS, "      awq4:"), line_of(root / MODELS, "Qwen3-8B-Q8_0.bin")
+    found = problems(root)
+    assert found[0] == (
+        f"catalogs/models.yaml:{awq4}: qwen2.5-7b: repos.awq4: unknown weight format 'awq4' (expected awq, bf16, fp16, fp32, fp8, "
+        "gptq, int8, mxfp4, nf4, q2_k, q3_k_m, q4_0, q4_k_m, q5_k_m, q6_k or q8_0)"
+    )
+    assert found[1:] == [
+        f"catalogs/models.yaml:{q8}: qwen3-8b: repos.q8_0.file: expected a GGUF file name ending in .gguf, got 'Qwen3-8B-Q8_0.bin'"
+    ]
+
+
+def test_the_release_repository_comes_from_the_source():
+    models = {m.id: m for m in gather(fixture_options(), now=NOW).catalog.models}
+    assert models["llama-3.1-8b"].repos["bf16"].repo == "meta-llama/Llama-3.1-8B"
+    assert models["llama-3.1-8b"].repos["bf16"].source == "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json"
+    assert models["gpt-oss-20b"].repos["mxfp4"].repo == "openai/gpt-oss-20b"
+    assert (models["qwen3-8b"].repos["q4_k_m"].repo, models["qwen3-8b"].repos["q4_k_m"].file) == (
+        "Qwen/Qwen3-8B-GGUF",
+        "Qwen3-8B-Q4_K_M.gguf",
+    )
+    assert sum(len(m.repos) for m in models.values()) == 43

@@ -13,8 +13,18 @@ from gpumem.records.engines import DeploymentRules, EnginePin, KvFormat, WeightF
 COMMIT = re.compile(r"[0-9a-f]{40}")
 SCOPES = ("all", "linear", "experts")
 RUNTIMES = ("vllm", "llama.cpp")
-RUNTIME_FIELDS = ("utilization", "non_torch_gib", "parallel_gib", "activation_gib", "sampler_bytes", "llamacpp_batch", "source")
-BATCH_FIELDS = ("large_card_gib", "large_card_exceptions", "large", "small", "source")
+RUNTIME_FIELDS = (
+    "utilization",
+    "non_torch_gib",
+    "parallel_gib",
+    "activation_gib",
+    "sampler_bytes",
+    "cuda_graph_gib",
+    "llamacpp_batch",
+    "llamacpp_copies",
+    "source",
+)
+BATCH_FIELDS = ("huge_card_gib", "large_card_gib", "large_card_exceptions", "huge", "large", "small", "source")
 
 
 def read_deployment(top: Entry, sources: dict[str, str]) -> DeploymentRules | None:
@@ -36,14 +46,17 @@ def read_deployment(top: Entry, sources: dict[str, str]) -> DeploymentRules | No
             parallel_bytes=_gib(runtime.get("parallel_gib", at_most(positive_number, 1_000))),
             activation_bytes=_gib(runtime.get("activation_gib", at_most(positive_number, 1_000))),
             sampler_bytes=runtime.get("sampler_bytes", at_most(positive_number, 1_000)),
+            cuda_graph_bytes=_gib(runtime.get("cuda_graph_gib", at_most(positive_number, 1_000))),
             llamacpp_batch=runtime.get("llamacpp_batch", at_most(positive_int, 1_000_000)),
+            llamacpp_copies=runtime.get("llamacpp_copies", at_most(positive_int, 64)),
         )
     if batch is not None:
         batch.check_keys(BATCH_FIELDS)
         sources["deployment.batch"] = batch.get("source", citation) or ""
+        values.update(huge_card_gib=batch.get("huge_card_gib", at_most(positive_number, 100_000)))
         values.update(large_card_gib=batch.get("large_card_gib", at_most(positive_number, 100_000)))
         values.update(large_card_exceptions=tuple(batch.get("large_card_exceptions", _slugs, default=()) or ()))
-        for size in ("large", "small"):
+        for size in ("huge", "large", "small"):
             limits = batch.section(size)
             if limits is not None:
                 limits.check_keys(("tokens", "sequences"))

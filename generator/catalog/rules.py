@@ -122,7 +122,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     api_page = read_api_page(top, sources) if "api_page" in data else None
     kv_known = values["deployment"].kv_formats if values["deployment"] else {}
     values["speed"] = read_speed(top, sources, set(known), set(kv_known)) if "speed" in data else None
-    engines = read_engines(top, sources)
+    engines = read_engines(top, sources) if "engines" in data else None
     values["references"] = _references(top, sources)  # after every block, so every source is known
     for name in values["model_formats"] or ():
         if known and name not in known:

@@ -185,7 +185,7 @@ class CalculatorState:
             return (
                 ("weights", need.weights_bytes_per_gpu / 1e9),
                 ("kv_cache", need.kv_cache_bytes_per_gpu / 1e9),
-                ("overhead", need.runtime_bytes_per_gpu / 1e9),
+                ("overhead", (need.runtime_bytes_per_gpu + need.graph_bytes_per_gpu) / 1e9),
             )
         run = self.tuning.need  # type: ignore[union-attr]
         return tuple((name, getattr(run, f"{part}_bytes_per_gpu") / 1e9) for name, part in TRAINING_PARTS.items())
@@ -206,7 +206,7 @@ class CalculatorState:
                     "weights-gb": js_number(need.weights_bytes / 1e9),
                     "weights-per-gpu-gb": js_number(need.weights_bytes_per_gpu / 1e9),
                     "kv-gb": js_number(need.kv_cache_bytes_per_gpu / 1e9),
-                    "runtime-gb": js_number(need.runtime_bytes_per_gpu / 1e9),
+                    "runtime-gb": js_number((need.runtime_bytes_per_gpu + need.graph_bytes_per_gpu) / 1e9),
                 }
             )
         else:

@@ -70,6 +70,16 @@ class License:
 
 
 @dataclass(frozen=True)
+class Repo:
+    """Where a model's checkpoint in one weight format is published (models.yaml, repos)."""
+
+    format: str  # a weight format of rules.yaml
+    repo: str  # the Hugging Face repository, owner/name
+    source: str  # the page that shows it is this model in this format
+    file: str = ""  # GGUF: the file to download from the repository
+
+
+@dataclass(frozen=True)
 class Model:
     """One catalog model."""
 
@@ -86,6 +96,7 @@ class Model:
     notes: str = ""
     release: str = "bf16"  # the weight format of the official checkpoint
     vision_params_b: float = 0.0  # a vision tower, kept at 16 bits by quantized formats
+    repos: dict[str, Repo] = field(default_factory=dict)  # by weight format: where each checkpoint is published
 
     def __hash__(self) -> int:
         """The id's hash: equal models have one id, and an engine's remembered call (engines/deployment.py)

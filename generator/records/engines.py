@@ -61,6 +61,11 @@ class DeploymentRules:
     large_batch_sequences: int
     small_batch_tokens: int
     small_batch_sequences: int
+    huge_card_gib: float
+    huge_batch_tokens: int
+    huge_batch_sequences: int
+    cuda_graph_bytes: float  # vLLM's CUDA-graph memory estimate, taken from the KV budget since v0.21
+    llamacpp_copies: int  # llama.cpp's pipeline copies of its compute buffers on several GPUs
 
 
 @dataclass(frozen=True)

@@ -49,15 +49,21 @@
   function runtimeBytes(data, arch, fmt, gpus, batch) {
     var dep = data.deployment;
     var nonTorch = dep.nonTorchBytes + (gpus > 1 ? dep.parallelBytes : 0);
-    if (fmt.runtime === "llama.cpp") return nonTorch + dep.logitBytes * dep.llamacppBatch * arch.vocab;
+    if (fmt.runtime === "llama.cpp") return nonTorch + (gpus > 1 ? dep.llamacppCopies : 1) * dep.logitBytes * dep.llamacppBatch * arch.vocab;
     var activation = dep.activationBytes + dep.samplerBytes * batch.sequences * arch.vocab;
     return nonTorch + activation;
   }
 
   function batchDefaults(data, cardBytes, gpuId) {
     var dep = data.deployment;
+    if (cardBytes >= dep.hugeCardBytes) return dep.hugeBatch;
     var large = cardBytes >= dep.largeCardBytes && dep.largeCardExceptions.indexOf(gpuId) < 0;
     return large ? dep.largeBatch : dep.smallBatch;
+  }
+
+  // deployment.graph_bytes_per_gpu: vLLM's CUDA-graph estimate (none with --enforce-eager, none for llama.cpp).
+  function graphBytes(data, fmt, batch) {
+    return fmt.runtime !== "vllm" || batch.cudaGraphs === false ? 0 : data.deployment.cudaGraphBytes;
   }
 
   // deployment.gpu_cache_share: vLLM splits the KV heads, llama.cpp whole layers (the busiest GPU's rounded-up share).
@@ -67,10 +73,12 @@
     return [kvElements(arch, 1), [Math.ceil(slots[0] / gpus), Math.ceil(slots[1] / gpus)]];
   }
 
-  // deployment.kv_cache_bytes_per_gpu: `sequences` requests of `tokens` tokens; sliding-window layers hold their window.
-  function kvCache(data, arch, kv, tokens, sequences, gpus, runtime) {
-    var share = cacheShare(data, arch, runtime, gpus), slots = share[1];
-    var layerTokens = slots[0] * tokens + slots[1] * Math.min(tokens, arch.attention.window);
+  // deployment.kv_cache_bytes_per_gpu: `sequences` requests of `tokens` tokens; sliding-window layers hold their
+  // window, or vLLM's reservation (window - 1 + max_num_batched_tokens) when batchTokens is given.
+  function kvCache(data, arch, kv, tokens, sequences, gpus, runtime, batchTokens) {
+    var share = cacheShare(data, arch, runtime, gpus), slots = share[1], window = arch.attention.window;
+    var held = Math.min(tokens, batchTokens ? window - 1 + batchTokens : window);
+    var layerTokens = slots[0] * tokens + slots[1] * held;
     return share[0] * kv.bytes * layerTokens * sequences;
   }
 
@@ -80,9 +88,9 @@
     var share = cacheShare(data, arch, fmt.runtime, gpus);
     var need = { gpus: gpus, weights: weights, weightsPerGpu: weights / gpus,
       kvPerToken: share[0] * kv.bytes * (share[1][0] + share[1][1]),
-      kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime),
-      runtime: runtimeBytes(data, arch, fmt, gpus, batch) };
-    need.perGpu = need.weightsPerGpu + need.runtime + need.kv;
+      kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime, fmt.runtime === "vllm" ? batch.tokens : 0),
+      runtime: runtimeBytes(data, arch, fmt, gpus, batch), graph: graphBytes(data, fmt, batch) };
+    need.perGpu = need.weightsPerGpu + need.runtime + need.graph + need.kv;
     return need;
   }
 
@@ -763,7 +771,7 @@
       summary.appendChild(first);
       summary.appendChild(second);
       renderParts([["weights", "weights-per-gpu-gb", need.weightsPerGpu], ["kv_cache", "kv-gb", need.kv],
-        ["overhead", "runtime-gb", need.runtime]], need.perGpu / 1e9);
+        ["overhead", "runtime-gb", need.runtime + need.graph]], need.perGpu / 1e9);
       var found = data.speed ? window.gpumemSpeed.rows(data, s, need.fits).map(function (row) {
         return Object.assign({ speed: row.speed }, row.fit);
       }) : need.fits;
