@@ -162,3 +162,29 @@ def test_five_languages_link_each_other_and_every_page_links_here(built_site):
     for url in PAGES.values():
         assert f"<loc>{BASE}{url}</loc>" in sitemap
     assert '<a href="/fr/methodologie/" aria-current="page">Comment les chiffres sont calculés</a>' in page(built_site, "fr")
+
+
+def test_the_engine_versions_and_what_changes_with_them(built_site):
+    """Part 3 of issue 22: the versions every figure follows, and the terms that move with them, from the build."""
+    words = " ".join(re.sub(r"<[^>]+>", " ", (built_site / "en/methodology/index.html").read_text()).split())
+    assert "vllm 0.29.0 98dff2a81d747d1dba01a47f939f48c3526d4206" in words
+    assert "llama.cpp master@001d906a 001d906a6d86e2490e394361e7cc6f478b100088" in words
+    assert "With vLLM 0.29.0, gpu_memory_utilization defaults to 92% (it was 90% in vLLM 0.19)" in words
+    assert "its CUDA-graph memory, 0.36 GiB per GPU as public logs print it (none with --enforce-eager )" in words
+    assert "cards of 160 GiB or more take the largest batch defaults" in words
+    assert "keeps 4 pipeline copies of its compute buffer" in words
+    german = " ".join(re.sub(r"<[^>]+>", " ", (built_site / "de/methodik/index.html").read_text()).split())
+    assert "Mit vLLM 0.29.0 ist gpu_memory_utilization standardmäßig 92" in german
+
+
+def test_a_model_page_gives_the_command_of_each_cheapest_configuration(built_site):
+    html = (built_site / "en/models/qwen3-32b/index.html").read_text()
+    assert (
+        '<p>AWQ 4-bit on 1 × RTX 3090, vLLM 0.29.0 <button type="button" class="copy" data-copy="launch-awq" data-done="Copied" hidden>Copy</button></p>\n'
+        '<pre><code id="launch-awq">vllm serve Qwen/Qwen3-32B-AWQ --tensor-parallel-size 1 --max-model-len 8192 --gpu-memory-utilization 0.92 '
+        "--max-num-seqs 1</code></pre>"
+    ) in html
+    assert '<a href="https://huggingface.co/Qwen/Qwen3-32B-GGUF">Qwen/Qwen3-32B-GGUF</a>' in html
+    french = (built_site / "fr/modeles/qwen3-32b/index.html").read_text()
+    assert 'data-done="Copié" hidden>Copier</button>' in french
+    assert len(list((built_site / "assets").glob("copy.*.js"))) == 1
