@@ -8,7 +8,7 @@ import urllib.parse
 from dataclasses import dataclass
 from decimal import Decimal
 
-from gpumem.engines import deployment, memory, sizing
+from gpumem.engines import deployment, launch, memory, sizing
 from gpumem.engines.sizing import Choice, Fit
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, Load, Speed, speed
 from gpumem.figures.calculator_training import LORA_FIELDS, QLORA_FIELDS, TRAINING_FIELDS, TRAINING_PARTS, TRAINING_RESULTS, Tuning
@@ -111,6 +111,7 @@ class Serving:
     valid_counts: tuple[int, ...]
     speeds: tuple[Speed, ...] = ()  # each fit's speed under the load, in the order of fits (none without a speed block)
     sort: str = "price"
+    command: launch.Launch | None = None  # what starts it on the GPUs chosen, on the pinned engine version
 
     @property
     def total_bytes(self) -> float:
@@ -158,7 +159,10 @@ def serving(
         speeds = tuple(
             speed(catalog.rules.speed, model, fmt, cache, c.gpu, c.count, load, c.price_per_hour) for c in (f.configuration for f in fits)
         )
-    return Serving(need, fits, fmt.runtime, valid, speeds, sort)
+    pin = catalog.rules.engines.get(fmt.runtime)
+    work, settings = launch.Workload(gpus, context, requests), launch.Settings(rules.utilization)
+    command = launch.launch(model, fmt, cache, work, settings, pin.version if pin else "")
+    return Serving(need, fits, fmt.runtime, valid, speeds, sort, command)
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,38 @@
     return found.sort(cheapestFirst);
   }
 
+  // shlex.join: an argument of other characters than these is single-quoted.
+  function shellQuote(arg) {
+    return arg !== "" && !/[^\w@%+=:,.\/-]/.test(arg) ? arg : "'" + arg.replace(/'/g, "'\"'\"'") + "'";
+  }
+
+  // Mirrors engines/launch.launch: the command that makes the fit true on the pinned engine version.
+  function launchCommand(data, s, fmt, kv) {
+    var preset = s.model !== "custom" ? presetOf(data, s.model) : null;
+    var repos = (preset && preset.repos) || {}, own = has(repos, s.weights) ? repos[s.weights] : null;
+    var name = preset ? preset.name : "custom", kind = fmt.runtime === "llama.cpp" ? "file" : "checkpoint";
+    var holder = "<" + fmt.label + " " + kind + " of " + name + ">", argv, missing = "", download = "";
+    if (fmt.runtime === "llama.cpp") {
+      var file = own && own[1] ? own[1] : holder;
+      argv = ["llama-server", "-m", file, "-c", String(s.context * s.batch), "-ngl", data.launchAllLayers, "-fa", "on", "--parallel", String(s.batch)];
+      if (s.gpus > 1) argv.push("--tensor-split", Array(s.gpus).fill("1").join(","));
+      if (kv.runtime === "llama.cpp") argv.push("--cache-type-k", kv.name, "--cache-type-v", kv.name);
+      missing = own && own[1] ? "" : file;
+      download = own ? own[0] : "";
+    } else {
+      var repo = holder, quantization = null;
+      if (own) repo = own[0];
+      else if (has(data.launchOnTheFly, s.weights) && has(repos, "bf16")) { repo = repos.bf16[0]; quantization = data.launchOnTheFly[s.weights]; }
+      else missing = holder;
+      argv = ["vllm", "serve", repo, "--tensor-parallel-size", String(s.gpus), "--max-model-len", String(s.context),
+        "--gpu-memory-utilization", String(data.deployment.utilization), "--max-num-seqs", String(s.batch)];
+      if (kv.name === "fp8") argv.push("--kv-cache-dtype", "fp8");
+      if (quantization) argv.push("--quantization", quantization);
+    }
+    return { engine: fmt.runtime, version: data.engines[fmt.runtime] || "", argv: argv, text: argv.map(shellQuote).join(" "),
+      missing: missing, download: download };
+  }
+
   // Serving: the need on the chosen GPUs (vLLM's large-card batch, as gpumem estimate) and the fits.
   function serve(data, s) {
     var fmt = data.weightFormats[s.weights], kv = byName(data.kvFormats, s.kv);
@@ -119,6 +151,7 @@
     need.validCounts = fmt.runtime === "vllm"
       ? data.gpuCounts.filter(function (n) { return validTensorParallel(s.arch, n); }) : data.gpuCounts;
     need.fits = deploymentFits(data, s, fmt, kv);
+    need.launch = launchCommand(data, s, fmt, kv);
     return need;
   }
 
@@ -785,6 +818,13 @@
           counts: need.validCounts.map(String).join(", ") })
         : text.countsLlamacpp;
       root.querySelector("#calc-note").textContent = text.serveNote;
+      var launch = root.querySelector("#calc-launch");
+      if (launch) {
+        launch.hidden = false;
+        root.querySelector("#calc-launch-code").textContent = need.launch.text;
+        root.querySelector("#calc-launch-engine").textContent = fill(text.launchEngine, {
+          engine: need.launch.engine === "vllm" ? "vLLM" : "llama.cpp", version: need.launch.version });
+      }
     }
 
     function segment(index, value, whole) {
@@ -810,6 +850,8 @@
       }, null);
       root.querySelector("#calc-counts").textContent = fill(text.trainCounts, { count: number.format(s.gpus) });
       root.querySelector("#calc-note").textContent = text.trainNote;
+      var launch = root.querySelector("#calc-launch");
+      if (launch) launch.hidden = true;
     }
 
     // The parts list and bar: [part, data-result, bytes] per GPU, out of `whole` GB; `relabel`: labels not the part's.
