@@ -233,6 +233,11 @@ def assert_serving_agrees(evaluate: Callable[[str, Any], Any], cases: list[dict]
             assert got[name] == pytest.approx(value, rel=1e-9, abs=0), (raw, name)
         assert tuple(got["validCounts"]) == expected.valid_counts, raw
         assert got["runtimeName"] == expected.runtime
+        command = expected.command
+        assert command is not None
+        want_launch = {"engine": command.engine, "version": command.version, "argv": list(command.argv), "text": command.text}
+        want_launch.update(missing=command.missing, download=command.download)
+        assert got["launch"] == want_launch, raw
         fits = [(f["gpu"], f["count"], f["price"], not f["tight"]) for f in got["fits"]]
         want = [(f.configuration.gpu.id, f.configuration.count, f.configuration.price_per_hour, f.comfortable) for f in expected.fits]
         assert fits == want, raw
@@ -250,6 +255,13 @@ def test_python_and_chromium_give_the_same_numbers(calculator: Page):
     """The smoke test in the real page: every tenth case, in Chromium's V8, its presets fetched as the page fetches them."""
     fetch_presets(calculator, PRESETS)
     assert_serving_agrees(calculator.evaluate, CASES[::10])
+
+
+def test_the_launch_cases_reach_both_engines_and_what_the_reader_supplies():
+    """The shared cases cover vllm serve and llama-server, a named checkpoint and a placeholder: the agreement is not vacuous."""
+    commands = [python_serving(raw).command for raw in CASES if raw["mode"] == "serve"]
+    assert {c.engine for c in commands if c} == {"vllm", "llama.cpp"}
+    assert any(c and c.missing for c in commands) and any(c and not c.missing for c in commands)
 
 
 def test_some_serving_cases_fit_both_ways():

@@ -96,17 +96,70 @@ def test_runtime_memory_and_batch_defaults():
     assert two - one == pytest.approx(1.85 * GIB)
     gguf = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["q4_k_m"], 1, engine.Batch(2048, 256))
     assert gguf == pytest.approx(0.25 * GIB + 4 * 512 * 128256)
+    # llama.cpp on several GPUs keeps 4 pipeline copies of its compute buffer (GGML_SCHED_MAX_COPIES)
+    gguf_two = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["q4_k_m"], 2, engine.Batch(2048, 256))
+    assert gguf_two == pytest.approx(0.25 * GIB + 1.85 * GIB + 4 * 4 * 512 * 128256)
+
+
+def test_the_largest_cards_take_the_largest_batch():
+    b200 = 183359 * 2**20  # 179.06 GiB
+    h200 = 143771 * 2**20  # 140.4 GiB
+    assert engine.batch_defaults(RULES, b200, "b200") == engine.Batch(16384, 1024)
+    assert engine.batch_defaults(RULES, h200, "h200") == engine.Batch(8192, 1024)
+    assert engine.batch_defaults(RULES, 160 * GIB, "any") == engine.Batch(16384, 1024)
+    assert engine.batch_defaults(RULES, 160 * GIB - 1, "any") == engine.Batch(8192, 1024)
+
+
+def test_the_cuda_graph_estimate_is_taken_unless_eager_and_only_by_vllm():
+    llama = CATALOG.model("llama-3.1-8b")
+    graphs = engine.deployment(RULES, llama, FORMATS["bf16"], KV["bf16"], 1, 8192, 1, engine.Batch(8192, 1024))
+    eager = engine.deployment(RULES, llama, FORMATS["bf16"], KV["bf16"], 1, 8192, 1, engine.Batch(8192, 1024, cuda_graphs=False))
+    gguf = engine.deployment(RULES, llama, FORMATS["q4_k_m"], KV["q8_0"], 1, 8192, 1, engine.Batch(8192, 1024))
+    assert graphs.graph_bytes_per_gpu == 0.36 * GIB
+    assert eager.graph_bytes_per_gpu == 0.0 == gguf.graph_bytes_per_gpu
+    assert graphs.total_bytes_per_gpu - eager.total_bytes_per_gpu == pytest.approx(0.36 * GIB)
+
+
+def test_vllm_reserves_window_minus_one_plus_the_steps_in_flight_per_sliding_layer():
+    """Gemma 2 27B (46 layers, half of them sliding over 4,096 tokens) at 8,192 tokens on an H100; async
+    scheduling keeps 2 steps of max_num_batched_tokens in flight (rules.yaml deployment.batch.in_flight)."""
+    gemma = CATALOG.model("gemma-2-27b")
+    h100 = engine.batch_defaults(RULES, 81559 * 2**20, "h100-sxm")
+    need = engine.deployment(RULES, gemma, FORMATS["bf16"], KV["bf16"], 1, 8192, 1, h100)
+    assert need.kv_cache_bytes_per_gpu == 46 * 8192 * 2 * 16 * 128 * 2  # min(4095 + 2 x 8192, 8192): every token
+    assert round(need.kv_cache_bytes_per_gpu / 1e9, 2) == 3.09
+    window_only = engine.kv_cache_bytes_per_gpu(gemma.arch, KV["bf16"], 8192, 1, 1)
+    assert round(window_only / 1e9, 2) == 2.32  # what the layers read, and what the model reserved before
+    small = engine.deployment(RULES, gemma, FORMATS["bf16"], KV["bf16"], 1, 32768, 1, engine.Batch(2048, 256))
+    assert small.kv_cache_bytes_per_gpu == (23 * 32768 + 23 * (4096 - 1 + 2 * 2048)) * 2 * 16 * 128 * 2
+    gguf = engine.deployment(RULES, gemma, FORMATS["q4_k_m"], KV["bf16"], 1, 8192, 1, h100)
+    assert gguf.kv_cache_bytes_per_gpu == window_only  # llama.cpp keeps the window
+
+
+def test_vllm_refuses_to_start_when_one_request_of_max_model_len_does_not_fit():
+    llama = CATALOG.model("llama-3.1-8b")
+    rtx_4090 = 24564 * 2**20
+    batch = engine.batch_defaults(RULES, rtx_4090, "rtx-4090")
+    native = engine.deployment(RULES, llama, FORMATS["bf16"], KV["bf16"], 1, 131072, 1, batch)
+    short = engine.deployment(RULES, llama, FORMATS["bf16"], KV["bf16"], 1, 8192, 1, batch)
+    missing = engine.startup_refusal(native, 1, RULES, rtx_4090)
+    available = 0.92 * rtx_4090 - native.weights_bytes_per_gpu - native.runtime_bytes_per_gpu - 0.36 * GIB
+    assert missing == pytest.approx(131072 * 131072 - available)
+    assert round(missing / GIB, 2) == 10.3
+    assert engine.startup_refusal(short, 1, RULES, rtx_4090) == 0.0
 
 
 def test_a_deployment_fits_within_the_utilization_of_the_card():
     llama = CATALOG.model("llama-3.1-8b")
     h100 = 81559 * 2**20
     need = engine.deployment(RULES, llama, FORMATS["bf16"], KV["bf16"], 1, 8192, 10, engine.Batch(8192, 1024))
-    assert need.total_bytes_per_gpu == need.weights_bytes_per_gpu + need.runtime_bytes_per_gpu + need.kv_cache_bytes_per_gpu
+    parts = need.weights_bytes_per_gpu + need.runtime_bytes_per_gpu + need.graph_bytes_per_gpu + need.kv_cache_bytes_per_gpu
+    assert need.total_bytes_per_gpu == parts
     assert need.kv_cache_bytes_per_gpu == 131_072 * 8192 * 10
-    assert engine.budget_bytes(RULES, h100) == 0.9 * h100
+    assert engine.budget_bytes(RULES, h100) == 0.92 * h100
+    assert engine.budget_bytes(RULES, h100, 0.95) == 0.95 * h100
     assert engine.fits(need, RULES, h100)
-    assert not engine.fits(need, RULES, need.total_bytes_per_gpu / 0.9 - 1)
+    assert not engine.fits(need, RULES, need.total_bytes_per_gpu / 0.92 - 1)
 
 
 # Configs: parameters counted as transformers creates them.

@@ -25,7 +25,10 @@ def test_json_gives_every_part_in_bytes():
     done = estimate("--model", "llama-3.1-8b", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert {k: v for k, v in data.items() if k != "configurations"} == {
+    assert data["launch"]["text"] == (
+        "vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1 --max-model-len 8192 --gpu-memory-utilization 0.92 --max-num-seqs 1"
+    )
+    assert {k: v for k, v in data.items() if k not in ("configurations", "launch")} == {
         "model": "llama-3.1-8b",
         "weights": "bf16",
         "kv": "bf16",
@@ -37,7 +40,16 @@ def test_json_gives_every_part_in_bytes():
         "kv_bytes_per_token_per_gpu": 131_072,
         "kv_cache_bytes_per_gpu": 1_073_741_824,
         "runtime_bytes_per_gpu": 2_471_795_098,
-        "total_bytes_per_gpu": 19_606_059_418,
+        "cuda_graph_bytes_per_gpu": 386_547_057,  # 0.36 GiB
+        "total_bytes_per_gpu": 19_992_606_474,
+        "engine": {
+            "name": "vllm",
+            "version": "0.33.0",
+            "gpu_memory_utilization": 0.92,
+            "max_num_batched_tokens": 8192,
+            "max_num_seqs": 1024,
+            "enforce_eager": False,
+        },
         "valid_gpu_counts": [1, 2, 4, 8],
     }
     first = data["configurations"][0]
@@ -45,8 +57,8 @@ def test_json_gives_every_part_in_bytes():
         "gpu": "rtx-3090",
         "count": 1,
         "price_per_hour": 0.19,
-        "total_bytes_per_gpu": 18_259_556_106,
-        "budget_bytes_per_gpu": 22_794_928_128,  # 0.9 x 25,327,697,920 bytes, what CUDA reports
+        "total_bytes_per_gpu": 18_646_103_163,
+        "budget_bytes_per_gpu": 23_301_482_086,  # 0.92 x 25,327,697,920 bytes, what CUDA reports
         "comfortable": True,
     }
     prices = [c["price_per_hour"] for c in data["configurations"]]
@@ -67,9 +79,16 @@ def test_a_config_json_is_counted():
 def test_the_text_output_names_the_parts_and_the_cheapest_configuration():
     lines = estimate("--model", "qwen2.5-32b", "--weights", "awq", "--context", "32768", "--requests", "8").stdout.splitlines()
     assert lines[0] == "Qwen2.5 32B (Instruct), AWQ 4-bit weights, BF16 KV cache, 8 request(s) of 32,768 tokens on 1 GPU(s):"
-    assert lines[5] == "Tensor-parallel sizes vLLM accepts: 1, 2, 4 or 8"
-    assert lines[7] == "  8 x RTX 3090             1.52 USD/h  14.2 GB (13.2 GiB) of 22.8 GB (21.2 GiB)  comfortable"
-    assert lines[9] == "  1 x RTX PRO 6000         1.90 USD/h  90.9 GB (84.6 GiB) of 92.4 GB (86.0 GiB)  tight"
+    assert lines[4] == "  CUDA graphs  0.4 GB (0.4 GiB) per GPU (vLLM's estimate, taken from the KV budget)"
+    assert lines[5] == "  vLLM 0.33.0: max_num_batched_tokens 8,192, max_num_seqs 1,024, CUDA graphs on"
+    assert lines[7] == "Tensor-parallel sizes vLLM accepts: 1, 2, 4 or 8"
+    assert lines[8:10] == [
+        "Launch on 1 GPU(s) (vLLM 0.33.0):",
+        "  vllm serve Qwen/Qwen2.5-32B-Instruct-AWQ --tensor-parallel-size 1 --max-model-len 32768 --gpu-memory-utilization 0.92 "
+        "--max-num-seqs 8",
+    ]
+    assert lines[11] == "  8 x RTX 3090             1.52 USD/h  14.6 GB (13.6 GiB) of 23.3 GB (21.7 GiB)  comfortable"
+    assert lines[13] == "  1 x RTX PRO 6000         1.90 USD/h  91.2 GB (85.0 GiB) of 94.4 GB (87.9 GiB)  tight"
 
 
 @pytest.mark.parametrize(
@@ -148,8 +167,8 @@ def test_a_speed_for_gpus_that_cannot_hold_the_workload_is_refused():
     done = estimate("--model", "llama-3.1-405b", "--speed", "--gpu", "rtx-3090", "--gpus", "1")
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr.splitlines() == [
-        "--gpu: 1 x RTX 3090 cannot hold this workload: it needs 817.1 GB (760.9 GiB) per GPU, and each card gives it "
-        "22.8 GB (21.2 GiB) (90% of 25.3 GB (23.6 GiB))",
+        "--gpu: 1 x RTX 3090 cannot hold this workload: it needs 817.4 GB (761.3 GiB) per GPU, and each card gives it "
+        "23.3 GB (21.7 GiB) (92% of 25.3 GB (23.6 GiB))",
         "1 problem found; nothing was written.",
     ]
 
@@ -165,7 +184,8 @@ def test_more_gpus_than_a_machine_holds_are_refused(weights: str):
 
 def test_a_llamacpp_split_is_worded_as_llamacpp_splits():
     lines = estimate("--model", "llama-3.1-8b", "--weights", "q4_k_m", "--gpus", "3").stdout.splitlines()
-    assert lines[3] == "  runtime      2.5 GB (2.3 GiB) per GPU (llama.cpp's context and compute buffer)"
+    # 0.25 GiB + NCCL's 1.85 GiB + 4 pipeline copies of the 0.24 GiB compute buffer (GGML_SCHED_MAX_COPIES)
+    assert lines[3] == "  runtime      3.3 GB (3.1 GiB) per GPU (llama.cpp's context and compute buffer)"
     assert (
         lines[5] == "llama.cpp splits the model by layers (its default split mode): any count of GPUs; machines on offer hold 1, 2, 4 or 8"
     )
@@ -196,9 +216,9 @@ def test_a_parameter_count_alone_is_estimated_and_says_so():
         ESTIMATED_LINE,
         "  weights      14.0 GB (13.0 GiB) in all, 14.0 GB (13.0 GiB) per GPU",
     ]
-    assert lines[5] == "  total        17.6 GB (16.4 GiB) per GPU"  # the calculator's 17.6 GB for ?params=7 (test_calculator_links.py)
+    assert lines[7] == "  total        18.0 GB (16.8 GiB) per GPU"  # the calculator's 18 GB for ?params=7 (test_calculator_links.py)
     data = json.loads(estimate("--params", "7", "--json").stdout)
-    assert data["model"] == "estimated" and data["total_bytes_per_gpu"] == 17_598_800_650
+    assert data["model"] == "estimated" and data["total_bytes_per_gpu"] == 17_985_347_707
     assert data["estimated_architecture"] == {
         "layers": 33, "heads": 32, "kv_heads": 8, "head_dim": 128, "hidden": 4096, "vocab": 129664, "intermediate": 14336,
     }  # fmt: skip
@@ -231,3 +251,91 @@ def test_a_catalog_too_small_to_fit_the_rule_says_so():
         1,
         "--params: the catalog's dense models span too few sizes to fit the estimate on (the largest at least twice the smallest)",
     )
+
+
+def test_the_engine_settings_of_a_logged_run_are_taken():
+    """--max-num-seqs, --max-num-batched-tokens and --enforce-eager, as `vllm serve` takes them."""
+    data = json.loads(
+        estimate("--model", "llama-3.1-8b", "--max-num-seqs", "8", "--max-num-batched-tokens", "4096", "--enforce-eager", "--json").stdout
+    )
+    assert data["engine"] == {
+        "name": "vllm",
+        "version": "0.33.0",
+        "gpu_memory_utilization": 0.92,
+        "max_num_batched_tokens": 4096,
+        "max_num_seqs": 8,
+        "enforce_eager": True,
+    }
+    assert data["cuda_graph_bytes_per_gpu"] == 0
+    assert data["runtime_bytes_per_gpu"] == round(0.25 * 2**30 + 0.38 * 2**30 + 13.67 * 8 * 128256)
+    lines = estimate("--model", "llama-3.1-8b", "--max-num-seqs", "8", "--enforce-eager").stdout.splitlines()
+    assert lines[4:6] == [
+        "  CUDA graphs  0.0 GB (0.0 GiB) per GPU (vLLM's estimate, taken from the KV budget)",
+        "  vLLM 0.33.0: max_num_batched_tokens 8,192, max_num_seqs 8, CUDA graphs off (--enforce-eager)",
+    ]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--max-num-seqs", "0"), "--max-num-seqs: expected a positive whole number, got 0"),
+        (("--requests", "8", "--max-num-seqs", "4"), "--max-num-seqs: 8 concurrent requests need at least 8 request slots, got 4"),
+        (
+            ("--max-num-seqs", "40", "--max-num-batched-tokens", "16"),
+            "--max-num-batched-tokens: vLLM needs at least --max-num-seqs (40) tokens per step, got 16",
+        ),
+        (
+            ("--mode", "lora", "--enforce-eager"),
+            "--enforce-eager: applies to serving only (--mode serve); fine-tuning takes --seq and --micro-batch",
+        ),
+    ],
+)
+def test_engine_settings_vllm_refuses_are_named(args, message):
+    done = estimate("--model", "llama-3.1-8b", *args)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [message, "1 problem found; nothing was written."]
+
+
+def test_the_launch_command_is_printed_and_in_the_json():
+    lines = estimate("--model", "qwen2.5-72b", "--weights", "awq", "--kv", "fp8", "--gpus", "4", "--requests", "8").stdout.splitlines()
+    assert lines[8:10] == [
+        "Launch on 4 GPU(s) (vLLM 0.33.0):",
+        "  vllm serve Qwen/Qwen2.5-72B-Instruct-AWQ --tensor-parallel-size 4 --max-model-len 8192 --gpu-memory-utilization 0.92 "
+        "--max-num-seqs 8 --kv-cache-dtype fp8",
+    ]
+    data = json.loads(
+        estimate("--model", "llama-3.1-8b", "--utilization", "0.95", "--max-num-seqs", "4", "--enforce-eager", "--json").stdout
+    )
+    assert data["launch"] == {
+        "engine": "vllm",
+        "version": "0.33.0",
+        "argv": [
+            "vllm",
+            "serve",
+            "meta-llama/Llama-3.1-8B",
+            "--tensor-parallel-size",
+            "1",
+            "--max-model-len",
+            "8192",
+            "--gpu-memory-utilization",
+            "0.95",
+            "--max-num-seqs",
+            "4",
+            "--enforce-eager",
+        ],  # fmt: skip
+        "text": "vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1 --max-model-len 8192 --gpu-memory-utilization 0.95 "
+        "--max-num-seqs 4 --enforce-eager",
+        "download": "",
+        "missing": "",
+    }
+
+
+def test_a_gguf_launch_names_its_download_and_a_missing_checkpoint_is_named():
+    lines = estimate("--model", "qwen3-32b", "--weights", "q4_k_m", "--kv", "q8_0", "--gpus", "2", "--requests", "4").stdout.splitlines()
+    assert lines[6:9] == [
+        "Launch on 2 GPU(s) (llama.cpp 0c1e57098):",
+        "  llama-server -m Qwen3-32B-Q4_K_M.gguf -c 32768 -ngl all -fa on --parallel 4 --tensor-split 1,1 --cache-type-k q8_0 --cache-type-v q8_0",
+        "  the GGUF file is in https://huggingface.co/Qwen/Qwen3-32B-GGUF",
+    ]
+    lines = estimate("--model", "llama-3.1-8b", "--weights", "gptq").stdout.splitlines()
+    assert lines[10] == "  the catalog names no GPTQ 4-bit checkpoint of Llama 3.1 8B: put its repository or file in its place"

@@ -67,7 +67,7 @@ def test_a_model_page_rents_its_cheapest_configuration(built_site):
     html = page.read_text()
     # The BF16 row: 4 x RTX 3090 is the cheapest configuration on offer that holds one 8,192-token request.
     assert (
-        '<td data-need-gb="20.1138398208"><span class="config">4 × RTX 3090, 20.1\xa0GB per GPU</span>\n'
+        '<td data-need-gb="20.500386877439997"><span class="config">4 × RTX 3090, 20.5\xa0GB per GPU</span>\n'
         '<span class="price">$0.76 per hour</span>\n'
         '<span class="comfortable">comfortable: also holds 3 more requests of 8,192 tokens</span>\n'
         '<a class="rent" data-holds="serve:qwen2.5-32b:bf16:bf16:8192:1" href="https://arrakis.example.org/rent?gpu=rtx-3090&amp;count=4">'

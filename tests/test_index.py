@@ -52,18 +52,18 @@ def test_models_index_rows_in_spanish(built_site):
         "32B",
         "BF16",
         "32.768",
-        "70,5\xa0GB",
+        "70,9\xa0GB",
         "4 × RTX 3090 holgado",
         "0,76\xa0US$ Alquilar en Arrakis",
     ]
     # Llama 2 7B reads 4,096 tokens: its figure is for one request of 4,096, not the page's 8,192.
-    assert found["Llama 2 7B"] == ["llama2", "7B", "BF16", "4.096", "16,7\xa0GB", "1 × RTX 3090 justo", "0,19\xa0US$ Alquilar en Arrakis"]
+    assert found["Llama 2 7B"] == ["llama2", "7B", "BF16", "4.096", "17,1\xa0GB", "1 × RTX 3090 holgado", "0,19\xa0US$ Alquilar en Arrakis"]
     assert found["DeepSeek-V3 (671B MoE)"] == [
         "deepseek-v3",
         "671B",
         "FP8",
         "163.840",
-        "675,9\xa0GB",
+        "676,3\xa0GB",
         "8 × RTX PRO 6000 holgado",
         "15,20\xa0US$ Alquilar en Arrakis",
     ]
@@ -76,7 +76,7 @@ def test_a_model_row_links_its_page_and_its_gpu_page_and_holds_raw_numbers_to_so
     assert '<a href="/en/gpus/rtx-3090/">1 × RTX 3090</a>' in row
     assert '<td data-value="6.738415616">7B</td>' in row
     assert '<td data-value="4096">4,096</td>' in row
-    assert '<td data-value="16.74871078912">16.7\xa0GB</td>' in row
+    assert '<td data-value="17.135257845759998">17.1\xa0GB</td>' in row
     assert (
         '<td data-value="0.19">$0.19 <a class="rent" data-holds="serve:llama-2-7b:bf16:bf16:4096:1" '
         'href="https://arrakis.example.org/rent?gpu=rtx-3090&amp;count=1">Rent on Arrakis</a></td>' in row

@@ -87,8 +87,8 @@ def test_every_kv_format_and_gpu_memory_as_the_runtime_sees_it(built_site):
         assert f'<th scope="row">{escape(kv.label)}</th><td>{Formats("en", "USD").number(kv.bytes, 4)}</td>' in text
     for gpu in found.gpus:
         assert f'<a href="/en/gpus/{gpu.id}/">{escape(gpu.name)}</a></th>' in text
-    # The RTX 3090: 24 GB on the box, 25,327,697,920 bytes for CUDA, 90 % of it for vLLM.
-    assert '<a href="/en/gpus/rtx-3090/">RTX 3090</a></th><td>24\xa0GB</td><td>23.59\xa0GiB</td><td>21.23\xa0GiB</td>' in text
+    # The RTX 3090: 24 GB on the box, 25,327,697,920 bytes for CUDA, 92 % of it for vLLM 0.33.0.
+    assert '<a href="/en/gpus/rtx-3090/">RTX 3090</a></th><td>24\xa0GB</td><td>23.59\xa0GiB</td><td>21.7\xa0GiB</td>' in text
 
 
 def test_the_error_summary_shows_the_counts_of_measured_summaries(built_site):
@@ -162,3 +162,29 @@ def test_five_languages_link_each_other_and_every_page_links_here(built_site):
     for url in PAGES.values():
         assert f"<loc>{BASE}{url}</loc>" in sitemap
     assert '<a href="/fr/methodologie/" aria-current="page">Comment les chiffres sont calculés</a>' in page(built_site, "fr")
+
+
+def test_the_engine_versions_and_what_changes_with_them(built_site):
+    """Part 3 of issue 22: the versions every figure follows, and the terms that move with them, from the build."""
+    words = " ".join(re.sub(r"<[^>]+>", " ", (built_site / "en/methodology/index.html").read_text()).split())
+    assert "vllm 0.33.0 4ba787ec9" in words
+    assert "llama.cpp 0c1e57098 0c1e57098" in words
+    assert "With vLLM 0.33.0, gpu_memory_utilization defaults to 92% (it was 90% in vLLM 0.19)" in words
+    assert "its CUDA-graph memory, 0.36 GiB per GPU as public logs print it (none with --enforce-eager )" in words
+    assert "cards of 160 GiB or more take the largest batch defaults" in words
+    assert "keeps 4 pipeline copies of its compute buffer" in words
+    german = " ".join(re.sub(r"<[^>]+>", " ", (built_site / "de/methodik/index.html").read_text()).split())
+    assert "Mit vLLM 0.33.0 ist gpu_memory_utilization standardmäßig 92" in german
+
+
+def test_a_model_page_gives_the_command_of_each_cheapest_configuration(built_site):
+    html = (built_site / "en/models/qwen3-32b/index.html").read_text()
+    assert (
+        '<p>AWQ 4-bit on 1 × RTX 3090, vLLM 0.33.0 <button type="button" class="copy" data-copy="launch-awq" data-done="Copied" hidden>Copy</button></p>\n'
+        '<pre><code id="launch-awq">vllm serve Qwen/Qwen3-32B-AWQ --tensor-parallel-size 1 --max-model-len 8192 --gpu-memory-utilization 0.92 '
+        "--max-num-seqs 1</code></pre>"
+    ) in html
+    assert '<a href="https://huggingface.co/Qwen/Qwen3-32B-GGUF">Qwen/Qwen3-32B-GGUF</a>' in html
+    french = (built_site / "fr/modeles/qwen3-32b/index.html").read_text()
+    assert 'data-done="Copié" hidden>Copier</button>' in french
+    assert len(list((built_site / "assets").glob("copy.*.js"))) == 1

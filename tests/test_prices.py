@@ -198,6 +198,7 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
                     "api.js",
                     "calculator.js",
                     "config.js",
+                    "copy.js",
                     "favicon.svg",
                     "speed.js",
                     "style.css",

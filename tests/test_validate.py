@@ -325,3 +325,66 @@ def test_an_old_weight_name_maps_to_a_known_format(root):
         f"catalogs/rules.yaml:{line}: rules: calculator.old_weights.int4: unknown weight format 'awq4' (expected awq, bf16, fp16, fp32, "
         "fp8, gptq, int8, mxfp4, nf4, q2_k, q3_k_m, q4_0, q4_k_m, q5_k_m, q6_k or q8_0)"
     ]
+
+
+VLLM_COMMIT = "4ba787ec9"
+
+
+def test_the_pins_are_read():
+    engines = gather(fixture_options(), now=NOW).catalog.rules.engines
+    assert sorted(engines) == ["llama.cpp", "vllm"]
+    assert (engines["vllm"].version, engines["vllm"].commit) == ("0.33.0", VLLM_COMMIT)
+    assert (engines["llama.cpp"].version, engines["llama.cpp"].commit) == ("0c1e57098", "0c1e57098")
+    assert "pip download vllm==0.33.0 --no-deps" in engines["vllm"].source
+
+
+@pytest.mark.parametrize("commit", ["4ba787", "G4ba787ec9", "4BA787EC9", "4ba787ec9" + "0" * 32])
+def test_a_commit_must_be_7_to_40_hex_digits(root, commit):
+    edit(root / RULES, f"commit: {VLLM_COMMIT}", f"commit: {commit}")
+    line = line_of(root / RULES, f"commit: {commit}")
+    assert problems(root) == [
+        f"catalogs/rules.yaml:{line}: rules: engines.vllm.commit: expected a commit of 7 to 40 lowercase hex digits, got '{commit}'"
+    ]
+
+
+def test_an_unknown_engine_is_named(root):
+    edit(root / RULES, "  llama.cpp:\n    version:", "  sglang:\n    version:")
+    assert problems(root) == [
+        f"catalogs/rules.yaml:{line_of(root / RULES, '  vllm:')}: rules: engines.llama.cpp: missing field",
+        f"catalogs/rules.yaml:{line_of(root / RULES, '  sglang:')}: rules: engines.sglang: unknown field (expected one of: vllm, llama.cpp)",
+    ]
+
+
+def test_a_repository_is_checked(root):
+    edit(root / MODELS, "      awq: {repo: Qwen/Qwen2.5-7B-Instruct-AWQ,", "      awq: {repo: Qwen2.5-7B-Instruct-AWQ,")
+    line = line_of(root / MODELS, "repo: Qwen2.5-7B-Instruct-AWQ,")
+    assert problems(root) == [
+        f"catalogs/models.yaml:{line}: qwen2.5-7b: repos.awq.repo: expected a Hugging Face repository as owner/name, "
+        "got 'Qwen2.5-7B-Instruct-AWQ'"
+    ]
+
+
+def test_a_repository_needs_a_known_format_and_a_gguf_file(root):
+    edit(root / MODELS, "      awq: {repo: Qwen/Qwen2.5-7B-Instruct-AWQ,", "      awq4: {repo: Qwen/Qwen2.5-7B-Instruct-AWQ,")
+    edit(root / MODELS, "file: Qwen3-8B-Q8_0.gguf,", "file: Qwen3-8B-Q8_0.bin,")
+    awq4, q8 = line_of(root / MODELS, "      awq4:"), line_of(root / MODELS, "Qwen3-8B-Q8_0.bin")
+    found = problems(root)
+    assert found[0] == (
+        f"catalogs/models.yaml:{awq4}: qwen2.5-7b: repos.awq4: unknown weight format 'awq4' (expected awq, bf16, fp16, fp32, fp8, "
+        "gptq, int8, mxfp4, nf4, q2_k, q3_k_m, q4_0, q4_k_m, q5_k_m, q6_k or q8_0)"
+    )
+    assert found[1:] == [
+        f"catalogs/models.yaml:{q8}: qwen3-8b: repos.q8_0.file: expected a GGUF file name ending in .gguf, got 'Qwen3-8B-Q8_0.bin'"
+    ]
+
+
+def test_the_release_repository_comes_from_the_source():
+    models = {m.id: m for m in gather(fixture_options(), now=NOW).catalog.models}
+    assert models["llama-3.1-8b"].repos["bf16"].repo == "meta-llama/Llama-3.1-8B"
+    assert models["llama-3.1-8b"].repos["bf16"].source == "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json"
+    assert models["gpt-oss-20b"].repos["mxfp4"].repo == "openai/gpt-oss-20b"
+    assert (models["qwen3-8b"].repos["q4_k_m"].repo, models["qwen3-8b"].repos["q4_k_m"].file) == (
+        "Qwen/Qwen3-8B-GGUF",
+        "Qwen3-8B-Q4_K_M.gguf",
+    )
+    assert sum(len(m.repos) for m in models.values()) == 43

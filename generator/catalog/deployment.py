@@ -1,17 +1,30 @@
-"""rules.yaml's deployment block: weight and KV formats, the runtime's own memory, its batch defaults."""
+"""rules.yaml's deployment block (weight and KV formats, the runtime's own memory, its batch defaults) and its
+engines block (the engine versions those figures follow)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from gpumem.catalog.validate import Entry, at_most, citation, fraction, one_of, positive_int, positive_number, slug, text
+from gpumem.catalog.validate import Entry, Invalid, at_most, citation, describe, fraction, one_of, positive_int, positive_number, slug, text
 from gpumem.engines.deployment import GIB
-from gpumem.records.engines import DeploymentRules, KvFormat, WeightFormat
+from gpumem.records.engines import DeploymentRules, EnginePin, KvFormat, WeightFormat
 
+COMMIT = re.compile(r"[0-9a-f]{7,40}")  # a commit id, whole or abbreviated as a release records it
 SCOPES = ("all", "linear", "experts")
 RUNTIMES = ("vllm", "llama.cpp")
-RUNTIME_FIELDS = ("utilization", "non_torch_gib", "parallel_gib", "activation_gib", "sampler_bytes", "llamacpp_batch", "source")
-BATCH_FIELDS = ("large_card_gib", "large_card_exceptions", "large", "small", "source")
+RUNTIME_FIELDS = (
+    "utilization",
+    "non_torch_gib",
+    "parallel_gib",
+    "activation_gib",
+    "sampler_bytes",
+    "cuda_graph_gib",
+    "llamacpp_batch",
+    "llamacpp_copies",
+    "source",
+)
+BATCH_FIELDS = ("huge_card_gib", "large_card_gib", "large_card_exceptions", "huge", "large", "small", "in_flight", "source")
 
 
 def read_deployment(top: Entry, sources: dict[str, str]) -> DeploymentRules | None:
@@ -33,14 +46,18 @@ def read_deployment(top: Entry, sources: dict[str, str]) -> DeploymentRules | No
             parallel_bytes=_gib(runtime.get("parallel_gib", at_most(positive_number, 1_000))),
             activation_bytes=_gib(runtime.get("activation_gib", at_most(positive_number, 1_000))),
             sampler_bytes=runtime.get("sampler_bytes", at_most(positive_number, 1_000)),
+            cuda_graph_bytes=_gib(runtime.get("cuda_graph_gib", at_most(positive_number, 1_000))),
             llamacpp_batch=runtime.get("llamacpp_batch", at_most(positive_int, 1_000_000)),
+            llamacpp_copies=runtime.get("llamacpp_copies", at_most(positive_int, 64)),
         )
     if batch is not None:
         batch.check_keys(BATCH_FIELDS)
         sources["deployment.batch"] = batch.get("source", citation) or ""
+        values.update(huge_card_gib=batch.get("huge_card_gib", at_most(positive_number, 100_000)))
         values.update(large_card_gib=batch.get("large_card_gib", at_most(positive_number, 100_000)))
+        values.update(in_flight_batches=batch.get("in_flight", at_most(positive_int, 64)))
         values.update(large_card_exceptions=tuple(batch.get("large_card_exceptions", _slugs, default=()) or ()))
-        for size in ("large", "small"):
+        for size in ("huge", "large", "small"):
             limits = batch.section(size)
             if limits is not None:
                 limits.check_keys(("tokens", "sequences"))
@@ -53,6 +70,33 @@ def read_deployment(top: Entry, sources: dict[str, str]) -> DeploymentRules | No
     if section.failed or weights is None or kvs is None or any(v is None for v in values.values()):
         return None  # every missing or wrong value was reported where it stands
     return DeploymentRules(weight_formats=weights, kv_formats=kvs, **values)
+
+
+def read_engines(top: Entry, sources: dict[str, str]) -> dict[str, EnginePin] | None:
+    """The engines block: one pinned version per runtime, each with its commit and why it is that version."""
+    section = top.section("engines")
+    if section is None:
+        return None
+    section.check_keys(RUNTIMES)
+    pins = {}
+    for name in RUNTIMES:
+        entry = section.section(name)
+        if entry is None:
+            continue
+        entry.check_keys(("version", "commit", "source"))
+        version, commit = entry.get("version", text), entry.get("commit", _commit)
+        sources[f"engines.{name}"] = entry.get("source", citation) or ""
+        section.failed = section.failed or entry.failed
+        if version is not None and commit is not None and not entry.failed:
+            pins[name] = EnginePin(name, version, commit, sources[f"engines.{name}"])
+    top.failed = top.failed or section.failed
+    return None if section.failed else pins
+
+
+def _commit(value: Any) -> str:
+    if not isinstance(value, str) or not COMMIT.fullmatch(value):
+        raise Invalid(f"expected a commit of 7 to 40 lowercase hex digits, got {describe(value)}")
+    return value
 
 
 def _gib(value: float | None) -> float | None:

@@ -22,12 +22,12 @@ from gpumem.catalog.validate import (
     url,
 )
 from gpumem.errors import Problems
-from gpumem.records.catalog import LICENSE_KINDS, Architecture, Attention, Experts, License, Model
+from gpumem.records.catalog import LICENSE_KINDS, Architecture, Attention, Experts, License, Model, Repo
 
 MAX_PARAMS_B = 100_000
 MODEL_FIELDS = (
     "id name family size_label params_b active_params_b layers hidden heads kv_heads head_dim native_context attention "
-    "vocab tied_embeddings intermediate experts vision_params_b release license source notes"
+    "vocab tied_embeddings intermediate experts vision_params_b release repos license source notes"
 ).split()
 EXPERT_FIELDS = ("count", "active", "intermediate", "shared", "dense_layers")
 ATTENTION_FIELDS = {
@@ -76,6 +76,7 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
             intermediate=entry.get("intermediate", at_most(positive_int, 10_000_000)),
             experts=read_experts(entry, layers, active is not None),
         )
+        fields["repos"] = read_repos(entry, formats, fields["release"], fields["source"])
         if not entry.failed:
             arch = Architecture(layers, heads, kv_heads, attention=attention, **shape)
             models.append(Model(id=model_id, params_b=params, active_params_b=active, arch=arch, **fields))
@@ -83,6 +84,52 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
 
 
 LICENSE_FIELDS = ("name", "kind", "url")
+REPO_FIELDS = ("repo", "file", "source")
+HF_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+HF_PAGE = re.compile(r"https://huggingface\.co/([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(/.*)?")
+
+
+def hf_repo(value: Any) -> str:
+    if not isinstance(value, str) or not HF_REPO.fullmatch(value):
+        raise Invalid(f"expected a Hugging Face repository as owner/name, got {describe(value)}")
+    return value
+
+
+def gguf_file(value: Any) -> str:
+    name = text(value)
+    if not name.endswith(".gguf") or "/" in name:
+        raise Invalid(f"expected a GGUF file name ending in .gguf, got {describe(value)}")
+    return name
+
+
+def read_repos(entry: Entry, formats: set[str] | None, release: str | None, source: str | None) -> dict[str, Repo]:
+    """Where each weight format of the model is published, each with its source. The release format's
+    repository is the one the model's `source` (its config.json on Hugging Face) lives in, unless given."""
+    found: dict[str, Repo] = {}
+    if release and source and (page := HF_PAGE.fullmatch(source)):
+        found[release] = Repo(release, page.group(1), source)
+    section = entry.section("repos") if "repos" in entry.data else None
+    if section is None:
+        return found
+    known = one_of(formats, "weight format") if formats else slug
+    for key in section.data:
+        try:
+            name = known(key)
+        except Invalid as error:
+            section.report(section.data.line_of(key), str(key), str(error))
+            section.failed = True
+            continue
+        item = section.section(str(key))
+        if item is None:
+            continue
+        item.check_keys(REPO_FIELDS)
+        repo, file = item.get("repo", hf_repo), item.get("file", gguf_file, required=False, default="")
+        where = item.get("source", url)
+        section.failed = section.failed or item.failed
+        if repo and where and not item.failed:
+            found[name] = Repo(name, repo, where, file or "")
+    entry.failed = entry.failed or section.failed
+    return found
 
 
 def license_name(value: Any) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from gpumem.catalog.apis import read_api_page
-from gpumem.catalog.deployment import read_deployment
+from gpumem.catalog.deployment import read_deployment, read_engines
 from gpumem.catalog.links import links_in  # the same reading of addresses as the pages' links
 from gpumem.catalog.load import LineDict
 from gpumem.catalog.speed import read_speed
@@ -81,7 +81,7 @@ LIMITS = ("max_params_b max_layers max_heads max_head_dim max_batch max_context 
 EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", "old_weights", *LIMITS)}
 RULE_SECTIONS = (
     "precisions kv_precisions serving fine_tuning gpu_counts fit training_fit size_classes "
-    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training speed api_page references"
+    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training speed api_page references engines"
 ).split()
 
 
@@ -123,6 +123,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     api_page = read_api_page(top, sources) if "api_page" in data else None
     kv_known = values["deployment"].kv_formats if values["deployment"] else {}
     values["speed"] = read_speed(top, sources, set(known), set(kv_known)) if "speed" in data else None
+    engines = read_engines(top, sources) if "engines" in data else None
     values["references"] = _references(top, sources)  # after every block, so every source is known
     for name in values["model_formats"] or ():
         if known and name not in known:
@@ -137,7 +138,17 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         return None
     if ("training" in data and training is None) or ("api_page" in data and api_page is None):
         return None
-    return Rules(precisions=precisions, kv_precisions=kv_precisions, sources=sources, training=training, api_page=api_page, **values)
+    if "engines" in data and engines is None:
+        return None
+    return Rules(
+        precisions=precisions,
+        kv_precisions=kv_precisions,
+        sources=sources,
+        training=training,
+        api_page=api_page,
+        engines=engines or {},
+        **values,
+    )
 
 
 def _rule_blocks(top: Entry, sources: dict[str, str]) -> dict[str, Entry]:

@@ -14,7 +14,7 @@ from gpumem.catalog.inputs import label, load_catalog
 from gpumem.catalog.load import parse_json, read_text, read_yaml
 from gpumem.catalog.rules import read_rules
 from gpumem.catalog.validate import Invalid
-from gpumem.engines import architecture, deployment
+from gpumem.engines import architecture, deployment, launch
 from gpumem.engines.sizing import Fit, deployment_fits, offered_configurations
 from gpumem.errors import BuildError, Problems
 from gpumem.records.catalog import Catalog, Model
@@ -39,6 +39,13 @@ class Request:
     context: int | None = None
     requests: int = 1
     utilization: float | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    enforce_eager: bool | None = None
+
+    @property
+    def settings(self) -> deployment.Settings:
+        return deployment.Settings(self.max_num_batched_tokens, self.max_num_seqs, bool(self.enforce_eager))
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,9 @@ class Estimate:
     valid_gpu_counts: tuple[int, ...]
     fits: tuple[Fit, ...]
     catalog: Catalog | None = None  # for `--speed`
+    batch: deployment.Batch = deployment.Batch(0, 0)  # the engine settings the need was counted at
+    version: str = ""  # the pinned version of the engine that serves the format (rules.yaml, engines)
+    command: launch.Launch | None = None  # the command that serves it on the GPUs asked for
 
 
 def serving_defaults(options: dict[str, Any]) -> dict[str, Any]:
@@ -131,6 +141,7 @@ def estimate(catalogs: Path, request: Request) -> Estimate:
         problems.append(f"--context: {context:,} tokens is beyond {model.name}'s native context of {model.native_context:,}")
     if request.utilization is not None and not 0 < request.utilization < 1:
         problems.append(f"--utilization: expected a fraction between 0 and 1, got {request.utilization:g}")
+    problems += _setting_problems(request)
     for flag, value in (("--gpus", request.gpus), ("--requests", request.requests), ("--context", context)):
         if value <= 0:
             problems.append(f"{flag}: expected a positive whole number, got {value}")
@@ -151,11 +162,34 @@ def estimate(catalogs: Path, request: Request) -> Estimate:
         raise BuildError([f"--gpus: vLLM cannot split {model.name}'s {heads} over {request.gpus} GPUs; it accepts {_listed(counts)}"])
     if request.utilization is not None:
         rules = dataclasses.replace(rules, utilization=request.utilization)
-    large = deployment.Batch(rules.large_batch_tokens, rules.large_batch_sequences)
-    need = deployment.deployment(rules, model, fmt, kv, request.gpus, context, request.requests, large)
+    batch = request.settings.applied(deployment.Batch(rules.large_batch_tokens, rules.large_batch_sequences))
+    need = deployment.deployment(rules, model, fmt, kv, request.gpus, context, request.requests, batch)
     configurations = offered_configurations(catalog.gpus, catalog.snapshot.offers, catalog.rules.gpu_counts)
-    fits = deployment_fits(rules, model, fmt, kv, context, request.requests, configurations, catalog.rules.comfortable_requests)
-    return Estimate(model, weights, request.kv, context, request.requests, rules, need, counts, fits, catalog)
+    more = catalog.rules.comfortable_requests
+    fits = deployment_fits(rules, model, fmt, kv, context, request.requests, configurations, more, request.settings)
+    pin = catalog.rules.engines.get(fmt.runtime)
+    version = pin.version if pin else ""
+    work = launch.Workload(request.gpus, context, request.requests)
+    settings = launch.Settings(rules.utilization, request.max_num_batched_tokens, bool(request.enforce_eager), request.max_num_seqs)
+    command = launch.launch(model, fmt, kv, work, settings, version)
+    return Estimate(model, weights, request.kv, context, request.requests, rules, need, counts, fits, catalog, batch, version, command)
+
+
+def _setting_problems(request: Request) -> list[str]:
+    """vLLM's own limits on the engine settings given: positive, and max_num_batched_tokens >= max_num_seqs
+    (SchedulerConfig refuses less); request slots for every concurrent request."""
+    problems = []
+    seqs, tokens = request.max_num_seqs, request.max_num_batched_tokens
+    for flag, value in (("--max-num-seqs", seqs), ("--max-num-batched-tokens", tokens)):
+        if value is not None and value <= 0:
+            problems.append(f"{flag}: expected a positive whole number, got {value}")
+    if seqs is not None and tokens is not None and 0 < tokens < seqs:
+        problems.append(f"--max-num-batched-tokens: vLLM needs at least --max-num-seqs ({seqs:,}) tokens per step, got {tokens:,}")
+    if seqs is not None and 0 < seqs < request.requests:
+        problems.append(
+            f"--max-num-seqs: {request.requests:,} concurrent requests need at least {request.requests:,} request slots, got {seqs:,}"
+        )
+    return problems
 
 
 def _listed(items: tuple[Any, ...]) -> str:
@@ -178,7 +212,10 @@ def as_json(result: Estimate) -> str:
         "kv_bytes_per_token_per_gpu": round(need.kv_bytes_per_token_per_gpu),
         "kv_cache_bytes_per_gpu": round(need.kv_cache_bytes_per_gpu),
         "runtime_bytes_per_gpu": round(need.runtime_bytes_per_gpu),
+        "cuda_graph_bytes_per_gpu": round(need.graph_bytes_per_gpu),
         "total_bytes_per_gpu": round(need.total_bytes_per_gpu),
+        "engine": _engine_json(result),
+        "launch": _launch_json(result.command),
         "valid_gpu_counts": list(result.valid_gpu_counts),
         "configurations": [
             {
@@ -205,8 +242,10 @@ def as_text(result: Estimate, currency: str = "USD") -> str:
         f"  weights      {size_text(need.weights_bytes)} in all, {size_text(need.weights_bytes_per_gpu)} per GPU",
         f"  KV cache     {size_text(need.kv_cache_bytes_per_gpu)} per GPU ({need.kv_bytes_per_token_per_gpu:,.0f} bytes per token)",
         f"  runtime      {size_text(need.runtime_bytes_per_gpu)} per GPU ({RUNTIME_PARTS[fmt.runtime]})",
+        *_graph_lines(result),
         f"  total        {size_text(need.total_bytes_per_gpu)} per GPU",
         _split_line(fmt.runtime, result.valid_gpu_counts),
+        *_launch_lines(result.command, need.gpus),
         f"Configurations on offer that hold it (per GPU: need / {result.rules.utilization:.0%} of the card), cheapest first:",
     ]
     if model.id == ESTIMATED_ID and result.catalog is not None:
@@ -230,9 +269,57 @@ def estimated_fields(model: Model) -> dict[str, int]:
     return dict(zip(architecture.ESTIMATED, values, strict=True))
 
 
+def _launch_json(command: launch.Launch | None) -> dict[str, Any] | None:
+    if command is None:
+        return None
+    return {
+        "engine": command.engine,
+        "version": command.version,
+        "argv": list(command.argv),
+        "text": command.text,
+        "download": command.download,
+        "missing": command.missing,
+    }
+
+
+def _launch_lines(command: launch.Launch | None, gpus: int) -> list[str]:
+    """The command that serves the workload on the GPUs asked for, with its engine version."""
+    if command is None:
+        return []
+    name = "vLLM" if command.engine == "vllm" else "llama.cpp"
+    lines = [f"Launch on {gpus} GPU(s) ({name} {command.version}):", f"  {command.text}"]
+    if command.download:
+        lines.append(f"  the GGUF file is in https://huggingface.co/{command.download}")
+    if command.missing:
+        lines.append(f"  the catalog names no {command.missing.strip('<>')}: put its repository or file in its place")
+    return lines
+
+
+def _engine_json(result: Estimate) -> dict[str, Any]:
+    """The engine, its pinned version and the settings the need was counted at."""
+    runtime = result.rules.weight_formats[result.weights].runtime
+    data: dict[str, Any] = {"name": runtime, "version": result.version, "gpu_memory_utilization": result.rules.utilization}
+    if runtime == "vllm":
+        batch = result.batch
+        data.update(max_num_batched_tokens=batch.tokens, max_num_seqs=batch.sequences, enforce_eager=not batch.cuda_graphs)
+    return data
+
+
+def _graph_lines(result: Estimate) -> list[str]:
+    """vLLM's CUDA-graph line and the engine settings the need was counted at (none for llama.cpp)."""
+    if result.rules.weight_formats[result.weights].runtime != "vllm":
+        return []
+    batch, need = result.batch, result.need
+    graphs = "off (--enforce-eager)" if not batch.cuda_graphs else "on"
+    return [
+        f"  CUDA graphs  {size_text(need.graph_bytes_per_gpu)} per GPU (vLLM's estimate, taken from the KV budget)",
+        f"  vLLM {result.version}: max_num_batched_tokens {batch.tokens:,}, max_num_seqs {batch.sequences:,}, CUDA graphs {graphs}",
+    ]
+
+
 # What the runtime line counts for each runtime (engines/deployment.runtime_bytes_per_gpu).
 RUNTIME_PARTS = {
-    "vllm": "vLLM's defaults on cards of 70 GiB or more",
+    "vllm": "vLLM's non-torch memory and profiling peak at the settings below",
     "llama.cpp": "llama.cpp's context and compute buffer",
 }
 

@@ -17,7 +17,16 @@ from gpumem.records.catalog import Model
 from gpumem.records.engines import TrainingDefaults
 
 # what `gpumem estimate` takes for serving only, and what it takes for training only
-SERVING_FLAGS = {"weights": "--weights", "kv": "--kv", "context": "--context", "requests": "--requests", "utilization": "--utilization"}
+SERVING_FLAGS = {
+    "weights": "--weights",
+    "kv": "--kv",
+    "context": "--context",
+    "requests": "--requests",
+    "utilization": "--utilization",
+    "max_num_seqs": "--max-num-seqs",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "enforce_eager": "--enforce-eager",
+}
 TRAINING_FLAGS = {
     "seq": "--seq",
     "micro_batch": "--micro-batch",

@@ -5,8 +5,10 @@ rules.yaml); no files, no formatting. Layer 1, the rule of thumb the original gu
 teach, stays in engines/memory.py.
 
 The budget is vLLM's: on every GPU, weights + the runtime (non-torch memory and the
-activation peak of the profiling run) + the KV cache must fit within
-gpu_memory_utilization x the card's memory as CUDA reports it.
+activation peak of the profiling run) + the CUDA-graph memory estimate + the KV cache must fit
+within gpu_memory_utilization x the card's memory as CUDA reports it. The terms follow the engine
+versions rules.yaml pins (`engines:`); each function cites the file it follows, at the commit read
+(vLLM read in its 0.33.0 wheel from PyPI, cited at the tag v0.33.0 with line ranges).
 
 A build asks for the same deployment again and again (a model page's tables, its GPUs' pages, the
 speed figures: 38,858 calls for 4,303 distinct arguments), so `deployment` and
@@ -93,7 +95,7 @@ def layer_slots(arch: Architecture, runtime: str) -> tuple[int, int]:
     llama.cpp keeps one slot per layer. vLLM's hybrid allocator groups the layers of each
     attention type into groups of one size (the smaller count, or the larger when it is under
     1.5 times the smaller) and pads the last group of each type: Gemma 3 27B's 10 full and 52
-    sliding layers take 10 + 60 slots (vllm/v1/core/kv_cache_utils.py).
+    sliding layers take 10 + 60 slots (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/core/kv_cache_planning.py#L521-L542).
     """
     if arch.attention.kind != "sliding":
         return arch.layers, 0
@@ -111,8 +113,7 @@ def gpu_cache_share(arch: Architecture, runtime: str, gpus: int) -> tuple[float,
 
     vLLM's tensor parallelism splits the KV heads and keeps every layer on every GPU. llama.cpp's default
     split mode, LLAMA_SPLIT_MODE_LAYER ("split layers and KV across GPUs", llama.h; common/common.h sets
-    `split_mode = LLAMA_SPLIT_MODE_LAYER`, https://github.com/ggml-org/llama.cpp/blob/
-    001d906a6d86e2490e394361e7cc6f478b100088/common/common.h), gives each GPU whole layers with all their
+    `split_mode = LLAMA_SPLIT_MODE_LAYER`, https://github.com/ggml-org/llama.cpp/blob/0c1e57098/common/common.h#L485), gives each GPU whole layers with all their
     KV heads: on equal cards the busiest holds the rounded-up share of each kind of layer.
     """
     full, sliding = layer_slots(arch, runtime)
@@ -127,25 +128,41 @@ def kv_bytes_per_token_per_gpu(arch: Architecture, kv: KvFormat, gpus: int, runt
     return elements * kv.bytes * sum(slots)
 
 
+def sliding_tokens(arch: Architecture, tokens: int, batch_tokens: int = 0) -> int:
+    """Tokens a sliding-window layer holds for one request of `tokens` tokens.
+
+    Without `batch_tokens`, the window (what the layer reads). With it, what vLLM reserves per request:
+    the last window - 1 computed tokens plus the tokens in flight (reserved_tokens), never more than the
+    request (SlidingWindowSpec.max_admission_blocks_per_request, `min(sliding_window - 1 +
+    max_in_flight_tokens, max_model_len)`,
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/kv_cache_interface.py#L917-L944; the block
+    it adds for a window that starts inside a block, 16 tokens, is left out).
+    """
+    reserved = arch.attention.window - 1 + batch_tokens if batch_tokens else arch.attention.window
+    return min(tokens, reserved)
+
+
 @functools.cache
-def kv_cache_bytes_per_gpu(arch: Architecture, kv: KvFormat, tokens: int, sequences: int, gpus: int, runtime: str = "vllm") -> float:
-    """Cache of `sequences` requests of `tokens` tokens on one GPU; sliding-window layers hold their window."""
+def kv_cache_bytes_per_gpu(
+    arch: Architecture, kv: KvFormat, tokens: int, sequences: int, gpus: int, runtime: str = "vllm", batch_tokens: int = 0
+) -> float:
+    """Cache of `sequences` requests of `tokens` tokens on one GPU; sliding-window layers hold their window,
+    or vLLM's reservation when `batch_tokens` (max_num_batched_tokens) is given (see sliding_tokens)."""
     elements, (full, sliding) = gpu_cache_share(arch, runtime, gpus)
-    layer_tokens = full * tokens + sliding * min(tokens, arch.attention.window)
+    layer_tokens = full * tokens + sliding * sliding_tokens(arch, tokens, batch_tokens)
     return elements * kv.bytes * layer_tokens * sequences
 
 
 @functools.cache
-def longest_context(arch: Architecture, kv: KvFormat, free: float, limit: int, runtime: str = "vllm") -> int:
+def longest_context(arch: Architecture, kv: KvFormat, free: float, limit: int, runtime: str = "vllm", batch_tokens: int = 0) -> int:
     """The longest context up to `limit` whose cache for one request on one GPU fits `free` bytes
     (at least 1): kv_cache_bytes_per_gpu's own arithmetic, its per-token factor worked out once."""
     full, sliding = layer_slots(arch, runtime)
     per_token = kv_elements_per_token_layer(arch, 1) * kv.bytes
-    window = arch.attention.window
     low, high = 1, limit
     while low < high:
         middle = (low + high + 1) // 2
-        if per_token * (full * middle + sliding * min(middle, window)) <= free:
+        if per_token * (full * middle + sliding * sliding_tokens(arch, middle, batch_tokens)) <= free:
             low = middle
         else:
             high = middle - 1
@@ -154,14 +171,45 @@ def longest_context(arch: Architecture, kv: KvFormat, free: float, limit: int, r
 
 @dataclass(frozen=True)
 class Batch:
-    """vLLM's scheduler limits for a card: tokens per step and request slots (its profiling run uses both)."""
+    """vLLM's engine settings for a card: tokens per step (max_num_batched_tokens) and request slots
+    (max_num_seqs), which its profiling run uses both, and whether it captures CUDA graphs (not with
+    --enforce-eager)."""
 
     tokens: int
     sequences: int
+    cuda_graphs: bool = True
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Engine settings a reader gives (vllm serve's --max-num-batched-tokens, --max-num-seqs and
+    --enforce-eager, as gpumem estimate takes them); None keeps vLLM's default for the card."""
+
+    tokens: int | None = None
+    sequences: int | None = None
+    eager: bool = False
+
+    def applied(self, batch: Batch) -> Batch:
+        return Batch(self.tokens or batch.tokens, self.sequences or batch.sequences, batch.cuda_graphs and not self.eager)
+
+
+DEFAULTS = Settings()  # vLLM's defaults for every card
+
+
+def reserved_tokens(rules: DeploymentRules, fmt: WeightFormat, batch: Batch) -> int:
+    """The tokens in flight a sliding-window layer reserves for beside its window (see sliding_tokens):
+    every step scheduled but not yet settled may hold a whole max_num_batched_tokens, and vLLM keeps
+    `in_flight_batches` of them with async scheduling, on by default (VllmConfig.max_in_flight_tokens and
+    max_concurrent_batches, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/vllm.py#L587-L608). 0 for llama.cpp."""
+    return rules.in_flight_batches * batch.tokens if fmt.runtime == "vllm" else 0
 
 
 def batch_defaults(rules: DeploymentRules, card_bytes: float, gpu_id: str) -> Batch:
-    """vLLM's defaults for `vllm serve`: larger on cards of 70 GiB and more, except the A100s."""
+    """vLLM's defaults for `vllm serve` (EngineArgs.get_batch_defaults, OPENAI_API_SERVER): the largest on
+    cards of 160 GiB and more, larger on cards of 70 GiB and more except the A100s
+    (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/engine/arg_utils.py#L2940-L3006)."""
+    if card_bytes >= rules.huge_card_gib * GIB:
+        return Batch(rules.huge_batch_tokens, rules.huge_batch_sequences)
     if card_bytes >= rules.large_card_gib * GIB and gpu_id not in rules.large_card_exceptions:
         return Batch(rules.large_batch_tokens, rules.large_batch_sequences)
     return Batch(rules.small_batch_tokens, rules.small_batch_sequences)
@@ -172,13 +220,36 @@ def runtime_bytes_per_gpu(rules: DeploymentRules, arch: Architecture, fmt: Weigh
 
     vLLM: non-torch memory (CUDA context, and NCCL buffers when several GPUs talk) plus the
     activation peak of its profiling run, whose largest part is the sampler's logits for
-    every request slot over the whole vocabulary. llama.cpp: its context and compute buffer.
+    every request slot over the whole vocabulary. llama.cpp: its context and a compute buffer counted
+    as the 32-bit logits of its default 512-token micro-batch (n_ubatch, https://github.com/ggml-org/llama.cpp/blob/0c1e57098/common/common.h#L454), kept
+    once per pipeline copy on several GPUs (pipeline parallelism is on when every layer is offloaded to
+    several devices in layer split mode, https://github.com/ggml-org/llama.cpp/blob/0c1e57098/src/llama-context.cpp#L428-L457; GGML_SCHED_MAX_COPIES is 4,
+    https://github.com/ggml-org/llama.cpp/blob/0c1e57098/ggml/CMakeLists.txt#L188). The compute buffer is sized with flash attention on (`-fa on`, as the
+    launch command sets), so no context x batch attention matrix is counted. This term is not yet what
+    that commit allocates: llama-server reserves logits for min(n_ubatch, --parallel) outputs on the
+    output GPU only (src/llama-context.cpp#L628-L674, tools/server/server-context.cpp#L994-L997), the
+    copies are of each GPU's input tensors (ggml/src/ggml-backend.cpp#L1375-L1433), and the per-layer
+    activations of a micro-batch are not counted; no llama.cpp log of that commit is in
+    tests/measurements to size them on, so the older, larger term stays.
     """
     non_torch = rules.non_torch_bytes + (rules.parallel_bytes if gpus > 1 else 0.0)
     if fmt.runtime == "llama.cpp":
-        return non_torch + LOGIT_BYTES * rules.llamacpp_batch * arch.vocab
+        copies = rules.llamacpp_copies if gpus > 1 else 1
+        return non_torch + copies * LOGIT_BYTES * rules.llamacpp_batch * arch.vocab
     activation = rules.activation_bytes + rules.sampler_bytes * batch.sequences * arch.vocab
     return non_torch + activation
+
+
+def graph_bytes_per_gpu(rules: DeploymentRules, fmt: WeightFormat, batch: Batch) -> float:
+    """vLLM's CUDA-graph memory estimate, which it subtracts from the KV budget since v0.21
+    (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default,
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/worker/gpu_worker.py#L702-L756; logs print
+    "CUDA graph memory profiling is enabled (default since v0.21.0)" and "Estimated CUDA graph memory: 0.36 GiB total"): a constant
+    from public logs (rules.yaml deployment.runtime.cuda_graph_gib), 0 with --enforce-eager, 0 for llama.cpp.
+    """
+    if fmt.runtime != "vllm" or not batch.cuda_graphs:
+        return 0.0
+    return rules.cuda_graph_bytes
 
 
 @dataclass(frozen=True)
@@ -191,10 +262,11 @@ class Deployment:
     kv_bytes_per_token_per_gpu: float
     kv_cache_bytes_per_gpu: float
     runtime_bytes_per_gpu: float
+    graph_bytes_per_gpu: float = 0.0
 
     @property
     def total_bytes_per_gpu(self) -> float:
-        return self.weights_bytes_per_gpu + self.runtime_bytes_per_gpu + self.kv_cache_bytes_per_gpu
+        return self.weights_bytes_per_gpu + self.runtime_bytes_per_gpu + self.graph_bytes_per_gpu + self.kv_cache_bytes_per_gpu
 
 
 @functools.cache
@@ -210,19 +282,37 @@ def deployment(
 ) -> Deployment:
     """Per-GPU memory of serving `sequences` requests of `tokens` tokens on `gpus` GPUs."""
     weights = weights_bytes(model, fmt)
+    reserved = reserved_tokens(rules, fmt, batch)
     return Deployment(
         gpus=gpus,
         weights_bytes=weights,
         weights_bytes_per_gpu=weights / gpus,
         kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(model.arch, kv, gpus, fmt.runtime),
-        kv_cache_bytes_per_gpu=kv_cache_bytes_per_gpu(model.arch, kv, tokens, sequences, gpus, fmt.runtime),
+        kv_cache_bytes_per_gpu=kv_cache_bytes_per_gpu(model.arch, kv, tokens, sequences, gpus, fmt.runtime, reserved),
         runtime_bytes_per_gpu=runtime_bytes_per_gpu(rules, model.arch, fmt, gpus, batch),
+        graph_bytes_per_gpu=graph_bytes_per_gpu(rules, fmt, batch),
     )
 
 
-def budget_bytes(rules: DeploymentRules, card_bytes: float) -> float:
-    """What vLLM lets itself use of one card: gpu_memory_utilization x the memory CUDA reports."""
-    return rules.utilization * card_bytes
+def budget_bytes(rules: DeploymentRules, card_bytes: float, utilization: float | None = None) -> float:
+    """What vLLM lets itself use of one card: gpu_memory_utilization (0.92 by default, CacheConfig in
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py#L215)
+    x the memory CUDA reports."""
+    return (rules.utilization if utilization is None else utilization) * card_bytes
+
+
+def startup_refusal(need: Deployment, sequences: int, rules: DeploymentRules, card_bytes: float, utilization: float | None = None) -> float:
+    """What vLLM's start-up check compares: the KV memory left on one GPU once weights, runtime and graphs
+    are taken, against one request of max_model_len (_check_enough_kv_cache_memory in
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/core/kv_cache_planning.py#L50-L89,
+    which refuses to start with "To serve at least one request with the model's max seq len (...), ... GiB KV
+    cache is needed, which is larger than the available KV cache memory (... GiB)", vllm#10517). Returns the
+    bytes missing for one request, 0 when vLLM starts."""
+    available = (
+        budget_bytes(rules, card_bytes, utilization) - need.weights_bytes_per_gpu - need.runtime_bytes_per_gpu - need.graph_bytes_per_gpu
+    )
+    one_request = need.kv_cache_bytes_per_gpu / max(sequences, 1)
+    return max(0.0, one_request - available)
 
 
 def fits(need: Deployment, rules: DeploymentRules, card_bytes: float) -> bool:

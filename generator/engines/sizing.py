@@ -196,8 +196,10 @@ def deployment_fits(
     requests: int,
     configurations: Iterable[Configuration],
     more_requests: int,
+    settings: deployment.Settings = deployment.DEFAULTS,
 ) -> tuple[Fit, ...]:
-    """Every single-machine configuration whose GPUs hold the workload, cheapest first.
+    """Every single-machine configuration whose GPUs hold the workload, cheapest first, at vLLM's
+    defaults for each card or the engine `settings` given.
 
     vLLM needs a tensor-parallel size it accepts; llama.cpp splits layers and takes any count.
     Comfortable: the same GPUs also hold `more_requests` more requests of `tokens` tokens.
@@ -206,8 +208,8 @@ def deployment_fits(
     """
     found = []
     cards: dict[str, tuple[deployment.Batch, float]] = {}  # per GPU: its batch defaults and its budget
-    needs: dict[tuple[int, int, int], tuple[Deployment, float]] = {}  # the need and its total per GPU
-    roomy: dict[tuple[int, int, int], float] = {}
+    needs: dict[tuple[int, int, int, bool], tuple[Deployment, float]] = {}  # the need and its total per GPU
+    roomy: dict[tuple[int, int, int, bool], float] = {}
     vllm = fmt.runtime == "vllm"
     for configuration in configurations:
         count, gpu = configuration.count, configuration.gpu
@@ -215,9 +217,9 @@ def deployment_fits(
             continue
         if gpu.id not in cards:
             card = gpu.runtime_bytes
-            cards[gpu.id] = (deployment.batch_defaults(rules, card, gpu.id), deployment.budget_bytes(rules, card))
+            cards[gpu.id] = (settings.applied(deployment.batch_defaults(rules, card, gpu.id)), deployment.budget_bytes(rules, card))
         batch, budget = cards[gpu.id]
-        key = (count, batch.tokens, batch.sequences)
+        key = (count, batch.tokens, batch.sequences, batch.cuda_graphs)
         if key not in needs:
             need = deployment.deployment(rules, model, fmt, kv, count, tokens, requests, batch)
             needs[key] = (need, need.total_bytes_per_gpu)

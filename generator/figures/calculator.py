@@ -8,7 +8,7 @@ import urllib.parse
 from dataclasses import dataclass
 from decimal import Decimal
 
-from gpumem.engines import deployment, memory, sizing
+from gpumem.engines import deployment, launch, memory, sizing
 from gpumem.engines.sizing import Choice, Fit
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, Load, Speed, speed
 from gpumem.figures.calculator_training import LORA_FIELDS, QLORA_FIELDS, TRAINING_FIELDS, TRAINING_PARTS, TRAINING_RESULTS, Tuning
@@ -112,6 +112,7 @@ class Serving:
     valid_counts: tuple[int, ...]
     speeds: tuple[Speed, ...] = ()  # each fit's speed under the load, in the order of fits (none without a speed block)
     sort: str = "price"
+    command: launch.Launch | None = None  # what starts it on the GPUs chosen, on the pinned engine version
 
     @property
     def total_bytes(self) -> float:
@@ -159,7 +160,10 @@ def serving(
         speeds = tuple(
             speed(catalog.rules.speed, model, fmt, cache, c.gpu, c.count, load, c.price_per_hour) for c in (f.configuration for f in fits)
         )
-    return Serving(need, fits, fmt.runtime, valid, speeds, sort)
+    pin = catalog.rules.engines.get(fmt.runtime)
+    work, settings = launch.Workload(gpus, context, requests), launch.Settings(rules.utilization)
+    command = launch.launch(model, fmt, cache, work, settings, pin.version if pin else "")
+    return Serving(need, fits, fmt.runtime, valid, speeds, sort, command)
 
 
 @dataclass(frozen=True)
@@ -186,7 +190,7 @@ class CalculatorState:
             return (
                 ("weights", need.weights_bytes_per_gpu / 1e9),
                 ("kv_cache", need.kv_cache_bytes_per_gpu / 1e9),
-                ("overhead", need.runtime_bytes_per_gpu / 1e9),
+                ("overhead", (need.runtime_bytes_per_gpu + need.graph_bytes_per_gpu) / 1e9),
             )
         run = self.tuning.need  # type: ignore[union-attr]
         parts = ((name, getattr(run, f"{part}_bytes_per_gpu") / 1e9) for name, part in TRAINING_PARTS.items())
@@ -208,7 +212,7 @@ class CalculatorState:
                     "weights-gb": js_number(need.weights_bytes / 1e9),
                     "weights-per-gpu-gb": js_number(need.weights_bytes_per_gpu / 1e9),
                     "kv-gb": js_number(need.kv_cache_bytes_per_gpu / 1e9),
-                    "runtime-gb": js_number(need.runtime_bytes_per_gpu / 1e9),
+                    "runtime-gb": js_number((need.runtime_bytes_per_gpu + need.graph_bytes_per_gpu) / 1e9),
                 }
             )
         else:

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 
 from gpumem.catalog import config_fields, hf_config
-from gpumem.engines import architecture, deployment
+from gpumem.engines import architecture, deployment, launch
 from gpumem.engines.sizing import Configuration
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, SECONDS_PER_HOUR
 from gpumem.figures.calculator import SORTS, SPEED_DIGITS, default_gpus
@@ -94,6 +94,11 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
                 "activationBytes": dep.activation_bytes,
                 "samplerBytes": dep.sampler_bytes,
                 "llamacppBatch": dep.llamacpp_batch,
+                "llamacppCopies": dep.llamacpp_copies,
+                "cudaGraphBytes": dep.cuda_graph_bytes,
+                "hugeCardBytes": dep.huge_card_gib * deployment.GIB,
+                "hugeBatch": {"tokens": dep.huge_batch_tokens, "sequences": dep.huge_batch_sequences},
+                "inFlightBatches": dep.in_flight_batches,
                 "logitBytes": deployment.LOGIT_BYTES,
                 "largeCardBytes": large_card,
                 "largeCardExceptions": list(dep.large_card_exceptions),
@@ -105,6 +110,9 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
                 "kvAnyRuntime": list(KV_ANY_RUNTIME),
                 "runtimeNames": RUNTIME_NAMES,
             },
+            "engines": {name: pin.version for name, pin in rules.engines.items()},
+            "launchOnTheFly": dict(launch.ON_THE_FLY),
+            "launchAllLayers": launch.ALL_LAYERS,
             "training": training_data(catalog),
             "speed": speed_data(rules.speed),
             "counting": {
@@ -165,7 +173,9 @@ def model_row(m: Model) -> list:
     a = m.arch.attention
     row: list = [m.id, m.params_b, m.arch.layers, m.arch.heads, m.arch.kv_heads, m.arch.head_dim, m.arch.hidden, m.arch.vocab]
     row += [m.arch.intermediate, m.release]
-    extra: dict = {}
+    extra: dict = {"name": m.name}
+    if m.repos:  # where each format is published, for the launch command (engines/launch.py)
+        extra["repos"] = {name: [r.repo, r.file] for name, r in m.repos.items()}
     if m.active_params_b is not None:
         extra["active"] = m.active_params_b
     # Left out when they say nothing: untied embeddings, full attention, no experts, no vision tower (the script's defaults).

@@ -10,7 +10,7 @@ from gpumem.catalog.links import Source, source
 from gpumem.engines.deployment import GIB
 from gpumem.figures.measured import BOUNDS, Row, Summary
 from gpumem.records.catalog import Catalog, Gpu
-from gpumem.records.engines import KvFormat, WeightFormat
+from gpumem.records.engines import EnginePin, KvFormat, WeightFormat
 
 # Below this, a KV check is bytes per token on one GPU; above, a whole cache (llama.cpp's buffers).
 PER_TOKEN_LIMIT = 10**7
@@ -82,6 +82,13 @@ class MethodologyPage:
     large_batch_sequences: int = 0
     small_batch_tokens: int = 0
     small_batch_sequences: int = 0
+    huge_card_gib: float = 0.0
+    huge_batch_tokens: int = 0
+    huge_batch_sequences: int = 0
+    cuda_graph_gib: float = 0.0
+    llamacpp_copies: int = 0
+    in_flight_batches: int = 0
+    engines: tuple[EnginePin, ...] = ()  # the pinned engine versions (rules.yaml, engines)
 
     @property
     def enforced_count(self) -> int:
@@ -145,5 +152,12 @@ def methodology_page(catalog: Catalog, measured: tuple[Row, ...], summary: tuple
         large_batch_sequences=deployment.large_batch_sequences,
         small_batch_tokens=deployment.small_batch_tokens,
         small_batch_sequences=deployment.small_batch_sequences,
+        huge_card_gib=deployment.huge_card_gib,
+        huge_batch_tokens=deployment.huge_batch_tokens,
+        huge_batch_sequences=deployment.huge_batch_sequences,
+        cuda_graph_gib=deployment.cuda_graph_bytes / GIB,
+        llamacpp_copies=deployment.llamacpp_copies,
+        in_flight_batches=deployment.in_flight_batches,
+        engines=tuple(rules.engines.values()),
         **common,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpumem.engines import deployment, memory, sizing
+from gpumem.engines import deployment, launch, memory, sizing
 from gpumem.engines.deployment import Deployment
 from gpumem.engines.sizing import Choice, Fit, Market, deployment_fits
 from gpumem.figures.shared import Need, OnOffer, Shop, comfort_gb, page_context, plain_kv_bytes_per_token
@@ -38,6 +38,7 @@ class FormatFit:
     rule_gb: float
     cheapest: Fit | None
     cheapest_comfortable: Fit | None
+    command: launch.Launch | None = None  # what starts the cheapest configuration, as this page sizes it
 
     @property
     def need_gb(self) -> float:
@@ -77,7 +78,18 @@ def format_fit(catalog: Catalog, shop: Shop, model: Model, fmt: WeightFormat) ->
     fits = format_fits(catalog, shop, model, fmt, tokens, 1)
     rule = memory.serving_gb(rules, model.params_b, rule_precision(fmt))
     comfortable = next((fit for fit in fits if fit.comfortable), None)
-    return FormatFit(fmt, need, rule, fits[0] if fits else None, comfortable)
+    command = launch_of(catalog, model, fmt, fits[0], tokens) if fits else None
+    return FormatFit(fmt, need, rule, fits[0] if fits else None, comfortable, command)
+
+
+def launch_of(catalog: Catalog, model: Model, fmt: WeightFormat, fit: Fit, tokens: int) -> launch.Launch:
+    """The command that starts `fit`'s configuration for one request of `tokens` tokens, BF16 cache."""
+    rules = catalog.rules
+    assert rules.deployment is not None
+    pin = rules.engines.get(fmt.runtime)
+    work = launch.Workload(fit.configuration.count, tokens, 1)
+    settings = launch.Settings(rules.deployment.utilization)
+    return launch.launch(model, fmt, rules.deployment.kv_formats["bf16"], work, settings, pin.version if pin else "")
 
 
 def deployed_contexts(catalog: Catalog, shop: Shop, model: Model) -> tuple[DeployedContext, ...]:
@@ -251,10 +263,11 @@ def gpu_fit(catalog: Catalog, gpu: Gpu, model: Model, fmt: WeightFormat) -> GpuF
     budget = deployment.budget_bytes(rules.deployment, card)
     if need.total_bytes_per_gpu >= budget:
         return None
-    free = budget - need.weights_bytes_per_gpu - need.runtime_bytes_per_gpu
+    free = budget - need.weights_bytes_per_gpu - need.runtime_bytes_per_gpu - need.graph_bytes_per_gpu
     per_request = need.kv_cache_bytes_per_gpu
     requests = int(free // per_request)
-    longest = deployment.longest_context(model.arch, kv, free, model.native_context, fmt.runtime)
+    reserved = deployment.reserved_tokens(rules.deployment, fmt, batch)
+    longest = deployment.longest_context(model.arch, kv, free, model.native_context, fmt.runtime, reserved)
     return GpuFit(
         fmt.name,
         need.total_bytes_per_gpu / 1e9,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from gpumem.records.engines import DeploymentRules, SpeedRules, TrainingRules
+from gpumem.records.engines import DeploymentRules, EnginePin, SpeedRules, TrainingRules
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,16 @@ class License:
 
 
 @dataclass(frozen=True)
+class Repo:
+    """Where a model's checkpoint in one weight format is published (models.yaml, repos)."""
+
+    format: str  # a weight format of rules.yaml
+    repo: str  # the Hugging Face repository, owner/name
+    source: str  # the page that shows it is this model in this format
+    file: str = ""  # GGUF: the file to download from the repository
+
+
+@dataclass(frozen=True)
 class Model:
     """One catalog model."""
 
@@ -86,6 +96,7 @@ class Model:
     notes: str = ""
     release: str = "bf16"  # the weight format of the official checkpoint
     vision_params_b: float = 0.0  # a vision tower, kept at 16 bits by quantized formats
+    repos: dict[str, Repo] = field(default_factory=dict)  # by weight format: where each checkpoint is published
 
     def __hash__(self) -> int:
         """The id's hash: equal models have one id, and an engine's remembered call (engines/deployment.py)
@@ -223,6 +234,7 @@ class Rules:
     references: dict[str, str] = field(default_factory=dict)  # a cited address -> the name readers know it by
     training: TrainingRules | None = None
     api_page: ApiPageRules | None = None  # the page "Self-hosting or an API?" (rules.yaml, api_page)
+    engines: dict[str, EnginePin] = field(default_factory=dict)  # the pinned engine versions (rules.yaml, engines)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,16 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
+class EnginePin:
+    """One engine version the deployment figures and launch commands follow (rules.yaml, engines)."""
+
+    name: str  # vllm | llama.cpp
+    version: str  # a release ("0.33.0") or a build tag
+    commit: str  # 40 hex digits
+    source: str  # why this commit is that version
+
+
+@dataclass(frozen=True)
 class WeightFormat:
     """How a checkpoint stores its weights (rules.yaml, deployment.weight_formats)."""
 
@@ -51,6 +61,12 @@ class DeploymentRules:
     large_batch_sequences: int
     small_batch_tokens: int
     small_batch_sequences: int
+    huge_card_gib: float
+    huge_batch_tokens: int
+    huge_batch_sequences: int
+    cuda_graph_bytes: float  # vLLM's CUDA-graph memory estimate, taken from the KV budget since v0.21
+    llamacpp_copies: int  # llama.cpp's pipeline copies of its compute buffers on several GPUs
+    in_flight_batches: int  # vLLM's steps scheduled but not settled (async scheduling): what sliding layers reserve for
 
 
 @dataclass(frozen=True)

@@ -49,15 +49,21 @@
   function runtimeBytes(data, arch, fmt, gpus, batch) {
     var dep = data.deployment;
     var nonTorch = dep.nonTorchBytes + (gpus > 1 ? dep.parallelBytes : 0);
-    if (fmt.runtime === "llama.cpp") return nonTorch + dep.logitBytes * dep.llamacppBatch * arch.vocab;
+    if (fmt.runtime === "llama.cpp") return nonTorch + (gpus > 1 ? dep.llamacppCopies : 1) * dep.logitBytes * dep.llamacppBatch * arch.vocab;
     var activation = dep.activationBytes + dep.samplerBytes * batch.sequences * arch.vocab;
     return nonTorch + activation;
   }
 
   function batchDefaults(data, cardBytes, gpuId) {
     var dep = data.deployment;
+    if (cardBytes >= dep.hugeCardBytes) return dep.hugeBatch;
     var large = cardBytes >= dep.largeCardBytes && dep.largeCardExceptions.indexOf(gpuId) < 0;
     return large ? dep.largeBatch : dep.smallBatch;
+  }
+
+  // deployment.graph_bytes_per_gpu: vLLM's CUDA-graph estimate (none with --enforce-eager, none for llama.cpp).
+  function graphBytes(data, fmt, batch) {
+    return fmt.runtime !== "vllm" || batch.cudaGraphs === false ? 0 : data.deployment.cudaGraphBytes;
   }
 
   // deployment.gpu_cache_share: vLLM splits the KV heads, llama.cpp whole layers (the busiest GPU's rounded-up share).
@@ -67,10 +73,12 @@
     return [kvElements(arch, 1), [Math.ceil(slots[0] / gpus), Math.ceil(slots[1] / gpus)]];
   }
 
-  // deployment.kv_cache_bytes_per_gpu: `sequences` requests of `tokens` tokens; sliding-window layers hold their window.
-  function kvCache(data, arch, kv, tokens, sequences, gpus, runtime) {
-    var share = cacheShare(data, arch, runtime, gpus), slots = share[1];
-    var layerTokens = slots[0] * tokens + slots[1] * Math.min(tokens, arch.attention.window);
+  // deployment.kv_cache_bytes_per_gpu: `sequences` requests of `tokens` tokens; sliding-window layers hold their
+  // window, or vLLM's reservation (window - 1 + the tokens in flight, deployment.reserved_tokens) when batchTokens is given.
+  function kvCache(data, arch, kv, tokens, sequences, gpus, runtime, batchTokens) {
+    var share = cacheShare(data, arch, runtime, gpus), slots = share[1], window = arch.attention.window;
+    var held = Math.min(tokens, batchTokens ? window - 1 + batchTokens : window);
+    var layerTokens = slots[0] * tokens + slots[1] * held;
     return share[0] * kv.bytes * layerTokens * sequences;
   }
 
@@ -80,9 +88,9 @@
     var share = cacheShare(data, arch, fmt.runtime, gpus);
     var need = { gpus: gpus, weights: weights, weightsPerGpu: weights / gpus,
       kvPerToken: share[0] * kv.bytes * (share[1][0] + share[1][1]),
-      kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime),
-      runtime: runtimeBytes(data, arch, fmt, gpus, batch) };
-    need.perGpu = need.weightsPerGpu + need.runtime + need.kv;
+      kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime, fmt.runtime === "vllm" ? data.deployment.inFlightBatches * batch.tokens : 0),
+      runtime: runtimeBytes(data, arch, fmt, gpus, batch), graph: graphBytes(data, fmt, batch) };
+    need.perGpu = need.weightsPerGpu + need.runtime + need.graph + need.kv;
     return need;
   }
 
@@ -102,6 +110,38 @@
     return found.sort(cheapestFirst);
   }
 
+  // shlex.join: an argument of other characters than these is single-quoted.
+  function shellQuote(arg) {
+    return arg !== "" && !/[^\w@%+=:,.\/-]/.test(arg) ? arg : "'" + arg.replace(/'/g, "'\"'\"'") + "'";
+  }
+
+  // Mirrors engines/launch.launch: the command that makes the fit true on the pinned engine version.
+  function launchCommand(data, s, fmt, kv) {
+    var preset = s.model !== "custom" ? presetOf(data, s.model) : null;
+    var repos = (preset && preset.repos) || {}, own = has(repos, s.weights) ? repos[s.weights] : null;
+    var name = preset ? preset.name : "custom", kind = fmt.runtime === "llama.cpp" ? "file" : "checkpoint";
+    var holder = "<" + fmt.label + " " + kind + " of " + name + ">", argv, missing = "", download = "";
+    if (fmt.runtime === "llama.cpp") {
+      var file = own && own[1] ? own[1] : holder;
+      argv = ["llama-server", "-m", file, "-c", String(s.context * s.batch), "-ngl", data.launchAllLayers, "-fa", "on", "--parallel", String(s.batch)];
+      if (s.gpus > 1) argv.push("--tensor-split", Array(s.gpus).fill("1").join(","));
+      if (kv.runtime === "llama.cpp") argv.push("--cache-type-k", kv.name, "--cache-type-v", kv.name);
+      missing = own && own[1] ? "" : file;
+      download = own ? own[0] : "";
+    } else {
+      var repo = holder, quantization = null;
+      if (own) repo = own[0];
+      else if (has(data.launchOnTheFly, s.weights) && has(repos, "bf16")) { repo = repos.bf16[0]; quantization = data.launchOnTheFly[s.weights]; }
+      else missing = holder;
+      argv = ["vllm", "serve", repo, "--tensor-parallel-size", String(s.gpus), "--max-model-len", String(s.context),
+        "--gpu-memory-utilization", String(data.deployment.utilization), "--max-num-seqs", String(s.batch)];
+      if (kv.name === "fp8") argv.push("--kv-cache-dtype", "fp8");
+      if (quantization) argv.push("--quantization", quantization);
+    }
+    return { engine: fmt.runtime, version: data.engines[fmt.runtime] || "", argv: argv, text: argv.map(shellQuote).join(" "),
+      missing: missing, download: download };
+  }
+
   // Serving: the need on the chosen GPUs (vLLM's large-card batch, as gpumem estimate) and the fits.
   function serve(data, s) {
     var fmt = data.weightFormats[s.weights], kv = byName(data.kvFormats, s.kv);
@@ -111,6 +151,7 @@
     need.validCounts = fmt.runtime === "vllm"
       ? data.gpuCounts.filter(function (n) { return validTensorParallel(s.arch, n); }) : data.gpuCounts;
     need.fits = deploymentFits(data, s, fmt, kv);
+    need.launch = launchCommand(data, s, fmt, kv);
     return need;
   }
 
@@ -736,7 +777,7 @@
       summary.appendChild(first);
       summary.appendChild(second);
       renderParts([["weights", "weights-per-gpu-gb", need.weightsPerGpu], ["kv_cache", "kv-gb", need.kv],
-        ["overhead", "runtime-gb", need.runtime]], need.perGpu / 1e9);
+        ["overhead", "runtime-gb", need.runtime + need.graph]], need.perGpu / 1e9);
       var found = data.speed ? window.gpumemSpeed.rows(data, s, need.fits).map(function (row) {
         return Object.assign({ speed: row.speed }, row.fit);
       }) : need.fits;
@@ -751,6 +792,13 @@
           counts: need.validCounts.map(String).join(", ") })
         : text.countsLlamacpp;
       root.querySelector("#calc-note").textContent = text.serveNote;
+      var launch = root.querySelector("#calc-launch");
+      if (launch) {
+        launch.hidden = false;
+        root.querySelector("#calc-launch-code").textContent = need.launch.text;
+        root.querySelector("#calc-launch-engine").textContent = fill(text.launchEngine, {
+          engine: need.launch.engine === "vllm" ? "vLLM" : "llama.cpp", version: need.launch.version });
+      }
     }
 
     function segment(index, value, whole) {
@@ -777,6 +825,8 @@
       }, text.trainRules);
       root.querySelector("#calc-counts").textContent = fill(text.trainCounts, { count: number.format(s.gpus) });
       root.querySelector("#calc-note").textContent = text.trainNote;
+      var launch = root.querySelector("#calc-launch");
+      if (launch) launch.hidden = true;
     }
 
     // The parts list and bar: [part, data-result, bytes] per GPU, out of `whole` GB; `relabel`: labels not the part's.
