@@ -113,8 +113,8 @@ def gpu_cache_share(arch: Architecture, runtime: str, gpus: int) -> tuple[float,
 
     vLLM's tensor parallelism splits the KV heads and keeps every layer on every GPU. llama.cpp's default
     split mode, LLAMA_SPLIT_MODE_LAYER ("split layers and KV across GPUs", llama.h; common/common.h sets
-    `split_mode = LLAMA_SPLIT_MODE_LAYER`, https://github.com/ggml-org/llama.cpp/blob/0c1e57098/common/common.h#L485), gives each GPU whole layers with all their
-    KV heads: on equal cards the busiest holds the rounded-up share of each kind of layer.
+    `split_mode = LLAMA_SPLIT_MODE_LAYER`, https://github.com/ggml-org/llama.cpp/blob/0c1e57098/common/common.h#L485),
+    gives each GPU whole layers with all their KV heads: on equal cards the busiest holds the rounded-up share of each kind of layer.
     """
     full, sliding = layer_slots(arch, runtime)
     if runtime != "llama.cpp":
@@ -220,17 +220,18 @@ def runtime_bytes_per_gpu(rules: DeploymentRules, arch: Architecture, fmt: Weigh
 
     vLLM: non-torch memory (CUDA context, and NCCL buffers when several GPUs talk) plus the
     activation peak of its profiling run, whose largest part is the sampler's logits for
-    every request slot over the whole vocabulary. llama.cpp: its context and a compute buffer counted
-    as the 32-bit logits of its default 512-token micro-batch (n_ubatch, https://github.com/ggml-org/llama.cpp/blob/0c1e57098/common/common.h#L454), kept
-    once per pipeline copy on several GPUs (pipeline parallelism is on when every layer is offloaded to
-    several devices in layer split mode, https://github.com/ggml-org/llama.cpp/blob/0c1e57098/src/llama-context.cpp#L428-L457; GGML_SCHED_MAX_COPIES is 4,
-    https://github.com/ggml-org/llama.cpp/blob/0c1e57098/ggml/CMakeLists.txt#L188). The compute buffer is sized with flash attention on (`-fa on`, as the
-    launch command sets), so no context x batch attention matrix is counted. This term is not yet what
-    that commit allocates: llama-server reserves logits for min(n_ubatch, --parallel) outputs on the
-    output GPU only (src/llama-context.cpp#L628-L674, tools/server/server-context.cpp#L994-L997), the
-    copies are of each GPU's input tensors (ggml/src/ggml-backend.cpp#L1375-L1433), and the per-layer
-    activations of a micro-batch are not counted; no llama.cpp log of that commit is in
-    tests/measurements to size them on, so the older, larger term stays.
+    every request slot over the whole vocabulary. llama.cpp: its context and a compute buffer counted as the
+    32-bit logits of its default 512-token micro-batch (n_ubatch,
+    https://github.com/ggml-org/llama.cpp/blob/0c1e57098/common/common.h#L454), kept once per pipeline copy on
+    several GPUs (pipeline parallelism is on when every layer is offloaded to several devices in layer split
+    mode, https://github.com/ggml-org/llama.cpp/blob/0c1e57098/src/llama-context.cpp#L428-L457;
+    GGML_SCHED_MAX_COPIES is 4, https://github.com/ggml-org/llama.cpp/blob/0c1e57098/ggml/CMakeLists.txt#L188).
+    The compute buffer is sized with flash attention on (`-fa on`, as the launch command sets), so no context x
+    batch attention matrix is counted. This term is not yet what that commit allocates: llama-server reserves
+    logits for min(n_ubatch, --parallel) outputs on the output GPU only (src/llama-context.cpp#L628-L674,
+    tools/server/server-context.cpp#L994-L997), the copies are of each GPU's input tensors
+    (ggml/src/ggml-backend.cpp#L1375-L1433), and the per-layer activations of a micro-batch are not counted; no
+    llama.cpp log of that commit is in tests/measurements to size them on, so the older, larger term stays.
     """
     non_torch = rules.non_torch_bytes + (rules.parallel_bytes if gpus > 1 else 0.0)
     if fmt.runtime == "llama.cpp":
