@@ -48,7 +48,7 @@ WEIGHTS = {
 }  # fmt: skip
 KV = {
     "vllm": {"fp32": ALL, "bf16": ALL, "fp8": AMPERE_REFUSED, "q8_0": NONE, "q4_0": NONE},
-    "llama.cpp": {"fp32": NONE, "bf16": ALL, "fp8": NONE, "q8_0": ALL, "q4_0": ALL},
+    "llama.cpp": {"fp32": ALL, "bf16": ALL, "fp8": NONE, "q8_0": ALL, "q4_0": ALL},
 }
 
 
