@@ -17,6 +17,7 @@ from gpumem.catalog.hf_config import count
 from gpumem.catalog.inputs import load_catalog
 from gpumem.engines import deployment, memory
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT
+from gpumem.engines.support import Refusal
 from gpumem.figures import calculator as compute_calculator
 from gpumem.figures import calculator_data as compute_calculator_data
 from gpumem.figures import shared
@@ -244,6 +245,16 @@ def assert_serving_agrees(evaluate: Callable[[str, Any], Any], cases: list[dict]
         for js, py in zip(got["fits"], expected.fits, strict=True):
             assert js["need"] == pytest.approx(py.need.total_bytes_per_gpu, rel=1e-9, abs=0), raw
             assert js["budget"] == pytest.approx(py.budget_bytes, rel=1e-9, abs=0), raw
+            assert js["weights"] == (py.stand_in.name if py.stand_in else raw["weights"]), raw
+        left = [(r["gpu"], r["engine"], r["kind"], r["format"], r["has"], r["needs"], r["why"]) for r in got["refused"]]
+        assert left == [(r.gpu, r.engine, r.kind, r.format, r.has, r.needs, why(r)) for r in expected.refused], raw
+
+
+def why(refusal: Refusal) -> str:
+    """The sentence calculator.js words a refusal with: the format runs nowhere, from a capability, or not here."""
+    if refusal.loaded and not refusal.needs and not refusal.targets:
+        return "nowhere"
+    return "other" if not refusal.loaded or not refusal.needs or refusal.has.startswith("gfx") else "needs"
 
 
 def test_python_and_javascript_give_the_same_numbers(scripts: Scripts):

@@ -37,12 +37,12 @@ def test_the_release_checkpoint_comes_from_the_models_source():
     )
 
 
-def test_fp8_and_nf4_are_made_from_the_bf16_checkpoint_at_load_time():
+def test_fp8_is_made_from_the_bf16_checkpoint_at_load_time_and_nf4_is_not():
     fp8 = command("llama-3.1-8b", "fp8", "bf16", Workload(1, 4096, 2))
     assert fp8.argv[2] == "meta-llama/Llama-3.1-8B"
     assert fp8.argv[-2:] == ("--quantization", "fp8")
     nf4 = command("llama-3.1-8b", "nf4", "bf16", Workload(1, 4096, 2))
-    assert nf4.argv[-2:] == ("--quantization", "bitsandbytes")
+    assert "--quantization" not in nf4.argv and nf4.missing == nf4.argv[2]  # vLLM 0.33.0 has no bitsandbytes method
     official = command("qwen3-8b", "fp8", "bf16", Workload(1, 4096, 2))
     assert "--quantization" not in official.argv  # a pre-quantized checkpoint carries its own
 

@@ -4,7 +4,7 @@ say holds the workload it stands for: one verdict per configuration across the s
 A link that stands for a workload carries it as data-holds (figures/verdicts.py serving_claim and
 training_claim): `serve:<model>:<format>:<KV format>:<tokens>:<requests>` or
 `train:<model>:<method>:<sequence>:<micro-batch>`. This test reads the built HTML, not the figures
-the pages were made from, and asks the deployment model (engines/sizing.deployment_fits) or the
+the pages were made from, and asks the deployment model (engines/sizing.deployment_fits, with the support table) or the
 training engine (figures/training.tuning_row) again for the configuration the link rents.
 """
 
@@ -47,7 +47,7 @@ def holds(catalog, shop: Shop, claim: str, gpu: str, count: int) -> bool:
     if kind == "serve":
         kv, tokens, requests = rest[0], int(rest[1]), int(rest[2])
         fmt, kv_format = rules.deployment.weight_formats[what], rules.deployment.kv_formats[kv]
-        return bool(deployment_fits(rules.deployment, model, fmt, kv_format, tokens, requests, offered, 0))
+        return bool(deployment_fits(rules.deployment, model, fmt, kv_format, tokens, requests, offered, 0, rules.support))
     seq, micro_batch = int(rest[0]), int(rest[1])
     training = dataclasses.replace(rules.training, pages=dataclasses.replace(rules.training.pages, seq=seq))
     at_seq = dataclasses.replace(catalog, rules=dataclasses.replace(rules, training=training))

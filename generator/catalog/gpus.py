@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gpumem.catalog.validate import (
@@ -27,12 +28,14 @@ from gpumem.records.catalog import FormFactor, Gpu, Link
 
 GPU_FIELDS = (
     "id name full_name vendor segment memory_gb memory_type dense_tflops throughput_source notes visible_bytes "
-    "visible_source bandwidth_tb_s form_factor link fp8 year aliases source"
+    "visible_source bandwidth_tb_s form_factor link fp8 compute_capability capability_source year aliases source"
 ).split()
 FORM_FACTORS = ("pcie", "sxm", "oam", "superchip")
 LINKS = ("nvlink", "nvlink-bridge", "infinity-fabric", "pcie")
 PRECISIONS = ("bf16", "fp8", "fp4", "int8")  # dense TFLOPS (TOPS for int8), bf16 required
 PCIE_GENERATIONS = (3, 4, 5, 6)
+NVIDIA_CAPABILITY = re.compile(r"[1-9][0-9]?\.[0-9]")  # CUDA's compute capability, major.minor: "8.6", "10.0"
+AMD_TARGET = re.compile(r"gfx[0-9]{2,3}[0-9a-f]")  # the LLVM target ROCm builds for: gfx90a, gfx942, gfx950
 
 
 def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
@@ -62,6 +65,8 @@ def read_gpus(data: Any, path: str, problems: Problems) -> tuple[Gpu, ...]:
             throughput_source=entry.get("throughput_source", url),
             notes=entry.get("notes", prose, required=False, default=""),
             fp8=entry.get("fp8", boolean),
+            compute_capability=entry.get("compute_capability", capability_of(item.get("vendor"))),
+            capability_source=entry.get("capability_source", url),
             year=entry.get("year", at_most(positive_int, 2_100)),
             source=entry.get("source", url),
             visible_bytes=entry.get("visible_bytes", at_most(positive_int, 10**14), required=False, default=0),
@@ -124,6 +129,20 @@ def _check_fp8(entry: Entry, fp8: bool | None, dense: dict[str, float]) -> None:
         entry.report(entry.data.line_of("fp8"), "fp8", "true, but dense_tflops gives no fp8 rate")
     else:
         entry.report(entry.data.line_of("fp8"), "fp8", "false, but dense_tflops gives an fp8 rate")
+
+
+def capability_of(vendor: Any) -> Any:
+    """The check of a GPU's compute_capability: NVIDIA's "major.minor" in quotes, AMD's gfx target."""
+
+    def check(value: Any) -> str:
+        if vendor == "AMD":
+            if not isinstance(value, str) or not AMD_TARGET.fullmatch(value):
+                raise Invalid(f'expected an AMD gfx target like "gfx942", got {describe(value)}')
+        elif not isinstance(value, str) or not NVIDIA_CAPABILITY.fullmatch(value):
+            raise Invalid(f'expected a compute capability in quotes like "8.6", got {describe(value)}')
+        return value
+
+    return check
 
 
 def _pcie_generation(value: Any) -> int:

@@ -11,6 +11,7 @@ from gpumem.catalog.deployment import read_deployment, read_engines
 from gpumem.catalog.links import links_in  # the same reading of addresses as the pages' links
 from gpumem.catalog.load import LineDict
 from gpumem.catalog.speed import read_speed
+from gpumem.catalog.support import read_support
 from gpumem.catalog.training import read_training
 from gpumem.catalog.validate import (
     Entry,
@@ -80,8 +81,8 @@ LIMITS = ("max_params_b max_layers max_heads max_head_dim max_batch max_context 
 # Keys a block holds besides its RULE_FIELDS and its source.
 EXTRA_KEYS = {"fine_tuning.full": ("parts",), "fine_tuning.full_hf": ("parts",), "calculator": ("defaults", "old_weights", *LIMITS)}
 RULE_SECTIONS = (
-    "precisions kv_precisions serving fine_tuning gpu_counts fit training_fit size_classes "
-    "serving_precisions fine_tuning_methods pages guides facts calculator prices deployment training speed api_page references engines"
+    "precisions kv_precisions serving fine_tuning gpu_counts fit training_fit size_classes serving_precisions "
+    "fine_tuning_methods pages guides facts calculator prices deployment training speed api_page support references engines"
 ).split()
 
 
@@ -124,6 +125,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     kv_known = values["deployment"].kv_formats if values["deployment"] else {}
     values["speed"] = read_speed(top, sources, set(known), set(kv_known)) if "speed" in data else None
     engines = read_engines(top, sources) if "engines" in data else None
+    support = read_support(top, sources, values["deployment"], engines) if "support" in data else None
     values["references"] = _references(top, sources)  # after every block, so every source is known
     for name in values["model_formats"] or ():
         if known and name not in known:
@@ -136,7 +138,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         return None
     if any(value is None for value in values["calculator_limits"].values()):
         return None
-    if ("training" in data and training is None) or ("api_page" in data and api_page is None):
+    if ("training" in data and training is None) or ("api_page" in data and api_page is None) or ("support" in data and support is None):
         return None
     if "engines" in data and engines is None:
         return None
@@ -147,6 +149,7 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
         training=training,
         api_page=api_page,
         engines=engines or {},
+        support=support,
         **values,
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,15 +15,17 @@ from gpumem.catalog.inputs import label, load_catalog
 from gpumem.catalog.load import parse_json, read_text, read_yaml
 from gpumem.catalog.rules import read_rules
 from gpumem.catalog.validate import Invalid
-from gpumem.engines import architecture, deployment, launch
+from gpumem.engines import architecture, deployment, launch, support
 from gpumem.engines.sizing import Fit, deployment_fits, offered_configurations
+from gpumem.engines.support import Refusal
 from gpumem.errors import BuildError, Problems
 from gpumem.records.catalog import Catalog, Model
-from gpumem.records.engines import DeploymentRules
+from gpumem.records.engines import DeploymentRules, KvFormat, WeightFormat
 
 GB = 1e9
 GIB = 2**30
 ESTIMATED_ID = "estimated"  # the id of a model --params describes
+LINK = re.compile(r"https://[^\s,;)]+")  # the first address a source cites
 MOST_GPUS = "the most GPUs one machine holds (rules.yaml's max_gpus_per_machine)"
 
 
@@ -63,6 +66,7 @@ class Estimate:
     batch: deployment.Batch = deployment.Batch(0, 0)  # the engine settings the need was counted at
     version: str = ""  # the pinned version of the engine that serves the format (rules.yaml, engines)
     command: launch.Launch | None = None  # the command that serves it on the GPUs asked for
+    refused: tuple[Refusal, ...] = ()  # the GPUs on offer whose engine cannot run these formats, one each
 
 
 def serving_defaults(options: dict[str, Any]) -> dict[str, Any]:
@@ -155,6 +159,8 @@ def estimate(catalogs: Path, request: Request) -> Estimate:
         raise BuildError(
             [f"--kv: {request.kv} is {kv.runtime}'s cache format; {fmt.label} weights run on {fmt.runtime} (use {_listed(tuple(usable))})"]
         )
+    if nowhere := runs_nowhere(catalog, fmt, kv):
+        raise BuildError([nowhere])
     vllm = fmt.runtime == "vllm"  # llama.cpp splits by layers and takes any count
     counts = deployment.valid_gpu_counts(model.arch, catalog.rules.gpu_counts) if vllm else catalog.rules.gpu_counts
     if vllm and not deployment.valid_tensor_parallel(model.arch, request.gpus):
@@ -166,13 +172,16 @@ def estimate(catalogs: Path, request: Request) -> Estimate:
     need = deployment.deployment(rules, model, fmt, kv, request.gpus, context, request.requests, batch)
     configurations = offered_configurations(catalog.gpus, catalog.snapshot.offers, catalog.rules.gpu_counts)
     more = catalog.rules.comfortable_requests
-    fits = deployment_fits(rules, model, fmt, kv, context, request.requests, configurations, more, request.settings)
+    fits = deployment_fits(rules, model, fmt, kv, context, request.requests, configurations, more, catalog.rules.support, request.settings)
+    refused = support.left_out(catalog.rules.support, rules.weight_formats, fmt, kv, (c.gpu for c in configurations))
     pin = catalog.rules.engines.get(fmt.runtime)
     version = pin.version if pin else ""
     work = launch.Workload(request.gpus, context, request.requests)
     settings = launch.Settings(rules.utilization, request.max_num_batched_tokens, bool(request.enforce_eager), request.max_num_seqs)
     command = launch.launch(model, fmt, kv, work, settings, version)
-    return Estimate(model, weights, request.kv, context, request.requests, rules, need, counts, fits, catalog, batch, version, command)
+    return Estimate(
+        model, weights, request.kv, context, request.requests, rules, need, counts, fits, catalog, batch, version, command, refused
+    )
 
 
 def _setting_problems(request: Request) -> list[str]:
@@ -190,6 +199,46 @@ def _setting_problems(request: Request) -> list[str]:
             f"--max-num-seqs: {request.requests:,} concurrent requests need at least {request.requests:,} request slots, got {seqs:,}"
         )
     return problems
+
+
+def refusal_text(refusal: Refusal) -> str:
+    """Why an engine cannot run a format on a GPU, in one sentence with the engine's code that decides."""
+    engine = f"{refusal.engine_label} {refusal.version}"
+    does = f"runs {refusal.format_label} weights" if refusal.kind == "weights" else f"stores an {refusal.format_label} KV cache"
+    if not refusal.loaded:
+        said = (
+            f"{engine} does not load {refusal.format_label} weights"
+            if refusal.kind == "weights"
+            else f"{engine} has no {refusal.format_label} KV cache"
+        )
+    elif not refusal.needs and not refusal.targets:
+        said = f"{engine} {does} on no GPU"
+    elif refusal.has.startswith("gfx"):
+        targets = f"AMD {_listed(refusal.targets)} only" if refusal.targets else "no AMD GPU"
+        said = f"{engine} {does} on {targets}; the {refusal.gpu_name} is {refusal.has}"
+    elif refusal.needs:
+        said = f"{engine} {does} from compute capability {refusal.needs}; the {refusal.gpu_name} has {refusal.has}"
+    else:
+        said = f"{engine} {does} on no NVIDIA GPU"
+    cited = LINK.search(refusal.source)
+    return f"{said} ({cited.group(0)})" if cited else said
+
+
+def runs_nowhere(catalog: Catalog, fmt: WeightFormat, kv: KvFormat) -> str:
+    """Why no GPU at all runs these formats (and no stand-in does), or ""."""
+    table = catalog.rules.support
+    if table is None:
+        return ""
+    for kind, name, engine in (("weights", fmt.name, fmt.runtime), ("kv", kv.name, fmt.runtime)):
+        found = support.reach(table, engine, kind, name)
+        stand_in = table.equivalents.get(fmt.name) if kind == "weights" else None
+        if found is not None and not found.nvidia and not found.amd and stand_in is None:
+            flag = "--weights" if kind == "weights" else "--kv"
+            gpu = catalog.gpus[0]
+            refusal = support.refusal(table, engine, kind, fmt if kind == "weights" else kv, gpu)
+            assert refusal is not None
+            return f"{flag}: {refusal_text(refusal)}"
+    return ""
 
 
 def _listed(items: tuple[Any, ...]) -> str:
@@ -225,9 +274,12 @@ def as_json(result: Estimate) -> str:
                 "total_bytes_per_gpu": round(fit.need.total_bytes_per_gpu),
                 "budget_bytes_per_gpu": round(fit.budget_bytes),
                 "comfortable": fit.comfortable,
+                **({"weights": fit.stand_in.name, "runtime": fit.stand_in.runtime} if fit.stand_in else {}),
+                **({"via": fit.via} if fit.via else {}),
             }
             for fit in result.fits
         ],
+        **({"refused": [{"gpu": r.gpu, "reason": refusal_text(r)} for r in result.refused]} if result.refused else {}),
     }
     return json.dumps(data, indent=2)
 
@@ -255,10 +307,13 @@ def as_text(result: Estimate, currency: str = "USD") -> str:
         tag = "comfortable" if fit.comfortable else "tight"
         lines.append(
             f"  {config.count} x {config.gpu.name:<16} {config.price_per_hour:>8.2f} {currency}/h  "
-            f"{size_text(fit.need.total_bytes_per_gpu)} of {size_text(fit.budget_bytes)}  {tag}"
+            f"{size_text(fit.need.total_bytes_per_gpu)} of {size_text(fit.budget_bytes)}  {tag}{_engine_note(fit)}"
         )
     if not result.fits:
         lines.append("  none: it needs more than one machine of the largest GPUs on offer")
+    if result.refused:
+        lines.append("Left out, as the engine cannot run these formats there:")
+        lines += [f"  {r.gpu_name}: {refusal_text(r)}" for r in result.refused]
     return "\n".join(lines)
 
 
@@ -315,6 +370,13 @@ def _graph_lines(result: Estimate) -> list[str]:
         f"  CUDA graphs  {size_text(need.graph_bytes_per_gpu)} per GPU (vLLM's estimate, taken from the KV budget)",
         f"  vLLM {result.version}: max_num_batched_tokens {batch.tokens:,}, max_num_seqs {batch.sequences:,}, CUDA graphs {graphs}",
     ]
+
+
+def _engine_note(fit: Fit) -> str:
+    """What a fit line adds when another engine's format stands in, or the engine takes a slower path."""
+    notes = [f"llama.cpp with {fit.stand_in.label} weights"] if fit.stand_in else []
+    notes += [f"through its {fit.via} kernels"] if fit.via else []
+    return f"  ({'; '.join(notes)})" if notes else ""
 
 
 # What the runtime line counts for each runtime (engines/deployment.runtime_bytes_per_gpu).

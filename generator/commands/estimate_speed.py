@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from gpumem.commands.estimate import Estimate, size_text
-from gpumem.engines import deployment
+from gpumem.commands.estimate import Estimate, refusal_text, size_text
+from gpumem.engines import deployment, support
 from gpumem.engines.sizing import offered_configurations
 from gpumem.engines.speed import Load, Speed, speed
 from gpumem.errors import BuildError
 from gpumem.records.catalog import Gpu
+from gpumem.records.engines import WeightFormat
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class SpeedRow:
     count: int
     price_per_hour: float | None
     speed: Speed
+    stand_in: str = ""  # the label of the llama.cpp weights timed instead of a format its engine cannot run here
 
 
 def speed_rows(result: Estimate, prompt: int, output: int, gpu_id: str | None = None) -> tuple[SpeedRow, ...]:
@@ -41,27 +43,33 @@ def speed_rows(result: Estimate, prompt: int, output: int, gpu_id: str | None = 
     rules, deployment = catalog.rules.speed, catalog.rules.deployment
     fmt, kv = deployment.weight_formats[result.weights], deployment.kv_formats[result.kv]
     load = Load(result.requests, prompt, output)
-    picked: list[tuple[Gpu, int, float | None]]
+    picked: list[tuple[Gpu, int, float | None, WeightFormat | None]]
     if gpu_id is None:
-        picked = [(fit.configuration.gpu, fit.configuration.count, fit.configuration.price_per_hour) for fit in result.fits]
+        picked = [(fit.configuration.gpu, fit.configuration.count, fit.configuration.price_per_hour, fit.stand_in) for fit in result.fits]
     else:
-        holds(result, known[gpu_id])
+        served = support.serving(catalog.rules.support, deployment.weight_formats, fmt, kv, known[gpu_id])
+        if not served.runs and served.refusal is not None:
+            raise BuildError([f"--gpu: {refusal_text(served.refusal)}"])
+        stand_in = served.weights if served.stands_in else None
+        holds(result, known[gpu_id], stand_in or fmt)
         offered = offered_configurations(catalog.gpus, catalog.snapshot.offers, catalog.rules.gpu_counts)
         prices = [c.price_per_hour for c in offered if c.gpu.id == gpu_id and c.count == result.need.gpus]
-        picked = [(known[gpu_id], result.need.gpus, prices[0] if prices else None)]
+        picked = [(known[gpu_id], result.need.gpus, prices[0] if prices else None, stand_in)]
     return tuple(
-        SpeedRow(gpu.id, gpu.name, count, price, speed(rules, result.model, fmt, kv, gpu, count, load, price))
-        for gpu, count, price in picked
+        SpeedRow(
+            gpu.id, gpu.name, count, price, speed(rules, result.model, used or fmt, kv, gpu, count, load, price), used.label if used else ""
+        )
+        for gpu, count, price, used in picked
     )
 
 
-def holds(result: Estimate, gpu: Gpu) -> None:
+def holds(result: Estimate, gpu: Gpu, fmt: WeightFormat) -> None:
     """Refuse a speed for --gpus x `gpu` when they cannot hold the workload, naming the memory against the memory there is:
     the need with the card's own batch defaults, against the runtime's budget of it (as sizing.deployment_fits counts)."""
     rules, count = result.rules, result.need.gpus
     card = gpu.runtime_bytes
     batch = deployment.batch_defaults(rules, card, gpu.id)
-    fmt, kv = rules.weight_formats[result.weights], rules.kv_formats[result.kv]
+    kv = rules.kv_formats[result.kv]
     need = deployment.deployment(rules, result.model, fmt, kv, count, result.context, result.requests, batch).total_bytes_per_gpu
     budget = deployment.budget_bytes(rules, card)
     if need >= budget:
@@ -83,6 +91,7 @@ def speed_json(rows: tuple[SpeedRow, ...]) -> list[dict[str, object]]:
             "decode_tokens_per_s_per_request": round(row.speed.decode_tokens_per_s_per_request, 3),
             "aggregate_tokens_per_s": round(row.speed.aggregate_tokens_per_s, 3),
             "ttft_s": round(row.speed.ttft_s, 6),
+            **({"stand_in": row.stand_in, "runtime": "llama.cpp"} if row.stand_in else {}),
         }
         if row.price_per_hour is not None and row.speed.usd_per_million_output_tokens is not None:
             entry["price_per_hour"] = row.price_per_hour
@@ -114,6 +123,7 @@ def speed_text(rows: tuple[SpeedRow, ...], load: Load, currency: str = "USD") ->
         lines.append(
             f"  {row.count} x {row.gpu_name:<16} {s.decode_tokens_per_s_per_request:>8.1f} tok/s per request  "
             f"{s.aggregate_tokens_per_s:>9.1f} tok/s in all  first token {s.ttft_s:.2f} s  {cost}"
+            + (f"  (llama.cpp with {row.stand_in} weights)" if row.stand_in else "")
         )
     if not rows:
         lines.append("  none: no configuration on offer holds it")

@@ -11,9 +11,10 @@ https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/engine/arg_utils.py#L959-
 --max-num-batched-tokens, --kv-cache-dtype, --quantization, --enforce-eager. Without --max-model-len vLLM
 takes the model's native context and refuses to start when one request of it does not fit the KV
 budget (vllm#10517), so every command sets it. A pre-quantized checkpoint carries its quantization in
-its config and needs no --quantization; FP8 and bitsandbytes 4-bit can also be made from the BF16
-checkpoint at load time (--quantization fp8, https://docs.vllm.ai/en/latest/features/quantization/fp8.html;
---quantization bitsandbytes, https://docs.vllm.ai/en/latest/features/quantization/bnb.html).
+its config and needs no --quantization; FP8 can also be made from the BF16 checkpoint at load time
+(--quantization fp8, one of QuantizationMethods at
+https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/quantization/__init__.py#L15-L49;
+vLLM 0.33.0 has no bitsandbytes method, so NF4 has no command: the support table refuses it).
 
 llama-server's flags as common/arg.cpp spells them at the pinned commit (https://github.com/ggml-org/llama.cpp/blob/0c1e57098/common/arg.cpp):
 -m, -c (L1639; the context of all slots together, so L x S for S slots of L tokens: each slot gets
@@ -35,7 +36,7 @@ from gpumem.records.engines import KvFormat, WeightFormat
 
 ALL_LAYERS = "all"  # llama.cpp's -ngl: every layer and the output layer go to the GPUs
 # Formats vLLM can make from the BF16 checkpoint at load time, and the --quantization value that does it.
-ON_THE_FLY = {"fp8": "fp8", "nf4": "bitsandbytes"}
+ON_THE_FLY = {"fp8": "fp8"}
 
 
 @dataclass(frozen=True)

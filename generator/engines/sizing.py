@@ -10,10 +10,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gpumem.engines import deployment
+from gpumem.engines import deployment, support
 from gpumem.engines.deployment import Deployment
 from gpumem.records.catalog import Gpu, Model, Offer
-from gpumem.records.engines import DeploymentRules, KvFormat, WeightFormat
+from gpumem.records.engines import DeploymentRules, KvFormat, SupportRules, WeightFormat
 
 
 @dataclass(frozen=True)
@@ -180,6 +180,8 @@ class Fit:
     need: Deployment
     budget_bytes: float
     comfortable: bool
+    stand_in: WeightFormat | None = None  # the llama.cpp format sized instead of one its engine cannot run here
+    via: str = ""  # the slower path the engine runs the weights through on this card (support.fallback)
 
     @property
     def share(self) -> float:
@@ -196,37 +198,44 @@ def deployment_fits(
     requests: int,
     configurations: Iterable[Configuration],
     more_requests: int,
+    support_rules: SupportRules | None = None,
     settings: deployment.Settings = deployment.DEFAULTS,
 ) -> tuple[Fit, ...]:
     """Every single-machine configuration whose GPUs hold the workload, cheapest first, at vLLM's
     defaults for each card or the engine `settings` given.
 
     vLLM needs a tensor-parallel size it accepts; llama.cpp splits layers and takes any count.
+    With `support_rules`, a GPU whose engine cannot run the formats is left out, or sized with the
+    llama.cpp format that stands in for the weights (engines/support.serving).
     Comfortable: the same GPUs also hold `more_requests` more requests of `tokens` tokens.
     The need depends on the GPU count and the card's batch defaults alone, so it is counted once
     for each pair they make (a few) rather than for every configuration (some forty).
     """
     found = []
     cards: dict[str, tuple[deployment.Batch, float]] = {}  # per GPU: its batch defaults and its budget
-    needs: dict[tuple[int, int, int, bool], tuple[Deployment, float]] = {}  # the need and its total per GPU
-    roomy: dict[tuple[int, int, int, bool], float] = {}
-    vllm = fmt.runtime == "vllm"
+    needs: dict[tuple[str, int, int, int, bool], tuple[Deployment, float]] = {}  # the need and its total per GPU
+    roomy: dict[tuple[str, int, int, int, bool], float] = {}
     for configuration in configurations:
         count, gpu = configuration.count, configuration.gpu
-        if configuration.machines > 1 or (vllm and not deployment.valid_tensor_parallel(model.arch, count)):
+        served = support.serving(support_rules, rules.weight_formats, fmt, kv, gpu)
+        use = served.weights
+        if not served.runs or configuration.machines > 1:
+            continue
+        if use.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, count):
             continue
         if gpu.id not in cards:
             card = gpu.runtime_bytes
             cards[gpu.id] = (settings.applied(deployment.batch_defaults(rules, card, gpu.id)), deployment.budget_bytes(rules, card))
         batch, budget = cards[gpu.id]
-        key = (count, batch.tokens, batch.sequences, batch.cuda_graphs)
+        key = (use.name, count, batch.tokens, batch.sequences, batch.cuda_graphs)
         if key not in needs:
-            need = deployment.deployment(rules, model, fmt, kv, count, tokens, requests, batch)
+            need = deployment.deployment(rules, model, use, kv, count, tokens, requests, batch)
             needs[key] = (need, need.total_bytes_per_gpu)
         need, total = needs[key]
         if total >= budget:
             continue
         if key not in roomy:
-            roomy[key] = deployment.deployment(rules, model, fmt, kv, count, tokens, requests + more_requests, batch).total_bytes_per_gpu
-        found.append(Fit(configuration, need, budget, roomy[key] < budget))
+            roomy[key] = deployment.deployment(rules, model, use, kv, count, tokens, requests + more_requests, batch).total_bytes_per_gpu
+        via = support.fallback(support_rules, use.runtime, use, gpu) if support_rules else ""
+        found.append(Fit(configuration, need, budget, roomy[key] < budget, use if served.stands_in else None, via))
     return tuple(sorted(found, key=lambda fit: (fit.configuration.price_per_hour, fit.configuration.total_gpus, fit.configuration.gpu.id)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gpumem.engines import support
 from gpumem.engines.sizing import Configuration, Fit, deployment_fits
 from gpumem.engines.speed import MILLION, SECONDS_PER_HOUR, Load, Speed, speed
 from gpumem.records.catalog import ApiPageRules, ApiPrice, Catalog, Model
@@ -32,6 +33,7 @@ def usd_per_million(catalog: Catalog, model: Model, fmt: WeightFormat, configura
     if rules.speed is None or rules.deployment is None or rules.api_page is None:
         return None
     kv, load = rules.deployment.kv_formats["bf16"], page_load(rules.api_page)
+    fmt = support.serving(rules.support, rules.deployment.weight_formats, fmt, kv, configuration.gpu).weights
     found = speed(rules.speed, model, fmt, kv, configuration.gpu, configuration.count, load, configuration.price_per_hour)
     return found.usd_per_million_output_tokens
 
@@ -144,11 +146,12 @@ def cheapest_hosted(catalog: Catalog, model: Model, fmt: WeightFormat, configura
     assert rules.deployment is not None and rules.speed is not None and rules.api_page is not None
     load, kv = page_load(rules.api_page), rules.deployment.kv_formats["bf16"]
     tokens = load.prompt_tokens + load.output_tokens
-    fits = deployment_fits(rules.deployment, model, fmt, kv, tokens, load.concurrency, configurations, 0)
+    fits = deployment_fits(rules.deployment, model, fmt, kv, tokens, load.concurrency, configurations, 0, rules.support)
     priced = []
     for fit in fits:
         config = fit.configuration
-        priced.append(SelfHosted(fit, speed(rules.speed, model, fmt, kv, config.gpu, config.count, load, config.price_per_hour)))
+        timed = fit.stand_in or fmt
+        priced.append(SelfHosted(fit, speed(rules.speed, model, timed, kv, config.gpu, config.count, load, config.price_per_hour)))
     return min(priced, key=lambda h: (h.usd_per_million, h.fit.configuration.count, h.fit.configuration.gpu.id), default=None)
 
 

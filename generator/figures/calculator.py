@@ -8,9 +8,10 @@ import urllib.parse
 from dataclasses import dataclass
 from decimal import Decimal
 
-from gpumem.engines import deployment, launch, memory, sizing
+from gpumem.engines import deployment, launch, memory, sizing, support
 from gpumem.engines.sizing import Choice, Fit
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, Load, Speed, speed
+from gpumem.engines.support import Refusal
 from gpumem.figures.calculator_training import LORA_FIELDS, QLORA_FIELDS, TRAINING_FIELDS, TRAINING_PARTS, TRAINING_RESULTS, Tuning
 from gpumem.figures.calculator_training import training_fields as training_fields
 from gpumem.figures.calculator_training import tuning as tuning
@@ -113,6 +114,7 @@ class Serving:
     speeds: tuple[Speed, ...] = ()  # each fit's speed under the load, in the order of fits (none without a speed block)
     sort: str = "price"
     command: launch.Launch | None = None  # what starts it on the GPUs chosen, on the pinned engine version
+    refused: tuple[Refusal, ...] = ()  # the GPUs on offer whose engine cannot run these formats (engines/support.py)
 
     @property
     def total_bytes(self) -> float:
@@ -151,19 +153,31 @@ def serving(
     fmt, cache = rules.weight_formats[weights], rules.kv_formats[kv]
     large = deployment.Batch(rules.large_batch_tokens, rules.large_batch_sequences)
     need = deployment.deployment(rules, model, fmt, cache, gpus, context, requests, large)
-    fits = sizing.deployment_fits(rules, model, fmt, cache, context, requests, shop.configurations, catalog.rules.comfortable_requests)
+    more, table = catalog.rules.comfortable_requests, catalog.rules.support
+    fits = sizing.deployment_fits(rules, model, fmt, cache, context, requests, shop.configurations, more, table)
     counts = catalog.rules.gpu_counts
     valid = deployment.valid_gpu_counts(model.arch, counts) if fmt.runtime == "vllm" else counts
     speeds: tuple[Speed, ...] = ()
     if catalog.rules.speed is not None:
         load = Load(requests, *lengths)
         speeds = tuple(
-            speed(catalog.rules.speed, model, fmt, cache, c.gpu, c.count, load, c.price_per_hour) for c in (f.configuration for f in fits)
+            speed(
+                catalog.rules.speed,
+                model,
+                f.stand_in or fmt,
+                cache,
+                f.configuration.gpu,
+                f.configuration.count,
+                load,
+                f.configuration.price_per_hour,
+            )
+            for f in fits
         )
     pin = catalog.rules.engines.get(fmt.runtime)
     work, settings = launch.Workload(gpus, context, requests), launch.Settings(rules.utilization)
     command = launch.launch(model, fmt, cache, work, settings, pin.version if pin else "")
-    return Serving(need, fits, fmt.runtime, valid, speeds, sort, command)
+    refused = support.left_out(table, rules.weight_formats, fmt, cache, (c.gpu for c in shop.configurations))
+    return Serving(need, fits, fmt.runtime, valid, speeds, sort, command, refused)
 
 
 @dataclass(frozen=True)

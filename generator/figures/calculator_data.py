@@ -17,7 +17,7 @@ from gpumem.figures.calculator import SORTS, SPEED_DIGITS, default_gpus
 from gpumem.figures.calculator_training import machines, training_data
 from gpumem.figures.shared import Shop
 from gpumem.records.catalog import Catalog, Experts, Gpu, Model
-from gpumem.records.engines import SpeedRules
+from gpumem.records.engines import Reach, SpeedRules, SupportRules
 
 # The KV formats every runtime takes, whatever the weights (as gpumem estimate checks them).
 KV_ANY_RUNTIME = ("bf16", "fp32")
@@ -42,7 +42,7 @@ ESTIMATE_DIGITS = 3
 # A preset's numbers in the calculator's JSON, one row per model in this order (the keys are written once).
 MODEL_FIELDS = ("id", "params", "layers", "heads", "kvHeads", "headDim", "hidden", "vocab", "intermediate", "release")
 # A GPU on offer in the calculator's JSON, a row in this order (the last left out when unknown).
-GPU_FIELDS = ("name", "runtimeBytes", "bandwidth", "memoryType", "tflops", "link", "pcieGen")
+GPU_FIELDS = ("name", "runtimeBytes", "bandwidth", "memoryType", "tflops", "link", "capability", "pcieGen")
 
 
 def calculator_data(catalog: Catalog, shop: Shop) -> dict:
@@ -113,6 +113,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "engines": {name: pin.version for name, pin in rules.engines.items()},
             "launchOnTheFly": dict(launch.ON_THE_FLY),
             "launchAllLayers": launch.ALL_LAYERS,
+            **({"support": support_data(rules.support)} if rules.support else {}),
             "training": training_data(catalog),
             "speed": speed_data(rules.speed),
             "counting": {
@@ -209,10 +210,32 @@ def shortest_numbers(value):
 
 def gpu_row(gpu: Gpu) -> list:
     """A GPU on offer as the scripts read it, its GPU_FIELDS in order: the name, the bytes the runtime sees, and what
-    the speed engine reads (bandwidth in TB/s, memory kind, dense TFLOPS, the link; the PCIe generation, if known)."""
+    the speed engine reads (bandwidth in TB/s, memory kind, dense TFLOPS, the link), what the support table reads (the
+    compute capability) and the PCIe generation, if known."""
     link = {"kind": gpu.link.kind, "gbS": gpu.link.gb_s, **({"gpus": gpu.link.gpus} if gpu.link.gpus else {})}
-    row = [gpu.name, gpu.runtime_bytes, gpu.bandwidth_tb_s, gpu.memory_type, gpu.dense_tflops, link]
+    row = [gpu.name, gpu.runtime_bytes, gpu.bandwidth_tb_s, gpu.memory_type, gpu.dense_tflops, link, gpu.compute_capability]
     return row + [gpu.form_factor.pcie_gen] if gpu.form_factor.pcie_gen else row
+
+
+def support_data(table: SupportRules) -> dict:
+    """engines/support.py's table as calculator.js mirrors it (the engines by deployment.runtimeNames): per engine and
+    format one string, the lowest NVIDIA capability ("" for none) then the AMD targets, separated by spaces, "*" for
+    the targets most formats share (`targets`); each GPU's capability is in its row."""
+    every = [r.amd for rows in (table.weights, table.kv) for formats in rows.values() for r in formats.values() if r.amd]
+    shared = max(sorted(set(every)), key=every.count, default=())  # sorted: the same choice on a tie, every build
+
+    def reaches(rows: dict[str, dict[str, Reach]]) -> dict:
+        def one(r: Reach) -> str:
+            return " ".join((r.nvidia, "*")) if shared and r.amd == shared else " ".join((r.nvidia, *r.amd))
+
+        return {engine: {name: one(r) for name, r in formats.items()} for engine, formats in rows.items()}
+
+    return {
+        "targets": " ".join(shared),
+        "weights": reaches(table.weights),
+        "kv": reaches(table.kv),
+        "equivalents": table.equivalents,
+    }
 
 
 def speed_data(rules: SpeedRules | None) -> dict | None:

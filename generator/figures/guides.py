@@ -391,7 +391,11 @@ def card_fit(catalog: Catalog, model: Model, gpu: Gpu) -> CardFit:
     fits = {
         fmt.name: found[0]
         for fmt in formats
-        if (found := sizing.deployment_fits(rules.deployment, model, fmt, kv, tokens, 1, (configuration,), rules.comfortable_requests))
+        if (
+            found := sizing.deployment_fits(
+                rules.deployment, model, fmt, kv, tokens, 1, (configuration,), rules.comfortable_requests, rules.support
+            )
+        )
     }
     comfortable = tuple(fmt for fmt in formats if fmt.name in fits and fits[fmt.name].comfortable)
     tight = tuple(fmt for fmt in formats if fmt.name in fits and not fits[fmt.name].comfortable)

@@ -3,6 +3,7 @@ and the deployment model against measured logs. Language-neutral: no formatting 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +11,7 @@ from gpumem.catalog.links import Source, source
 from gpumem.engines.deployment import GIB
 from gpumem.figures.measured import BOUNDS, Row, Summary
 from gpumem.records.catalog import Catalog, Gpu
-from gpumem.records.engines import EnginePin, KvFormat, WeightFormat
+from gpumem.records.engines import EnginePin, KvFormat, Reach, WeightFormat
 
 # Below this, a KV check is bytes per token on one GPU; above, a whole cache (llama.cpp's buffers).
 PER_TOKEN_LIMIT = 10**7
@@ -25,6 +26,17 @@ class WeightRow:
 @dataclass(frozen=True)
 class KvRow:
     fmt: KvFormat
+    source: Source
+
+
+@dataclass(frozen=True)
+class SupportRow:
+    """Where one engine runs one format (rules.yaml, support), with the engine's version and its source."""
+
+    engine: str  # the engine's label and version, "vLLM 0.33.0"
+    kind: str  # weights | kv
+    label: str  # the format's
+    reach: Reach
     source: Source
 
 
@@ -71,6 +83,7 @@ class MethodologyPage:
     summary: tuple[Summary, ...]
     large_card_exceptions: tuple[Gpu, ...]
     has_deployment: bool
+    support: tuple[SupportRow, ...] = ()
     utilization: float = 0.0
     non_torch_gib: float = 0.0
     parallel_gib: float = 0.0
@@ -111,6 +124,20 @@ class MethodologyPage:
         return tuple(PointChecks(point, found[0].row.url, tuple(found)) for point, found in grouped.items())
 
 
+def support_rows(catalog: Catalog, source_of: Callable[[str], Source]) -> tuple[SupportRow, ...]:
+    """The support table by engine, then weights before KV formats, in rules.yaml's order."""
+    table, deployment = catalog.rules.support, catalog.rules.deployment
+    if table is None or deployment is None:
+        return ()
+    rows = []
+    for name, engine in table.engines.items():
+        for kind, reaches, labels in (("weights", table.weights, deployment.weight_formats), ("kv", table.kv, deployment.kv_formats)):
+            for fmt, reach in reaches.get(name, {}).items():
+                shown = f"{engine.label} {engine.version}"
+                rows.append(SupportRow(shown, kind, labels[fmt].label, reach, source_of(f"support.{kind}.{name}.{fmt}")))
+    return tuple(rows)
+
+
 def methodology_page(catalog: Catalog, measured: tuple[Row, ...], summary: tuple[Summary, ...]) -> MethodologyPage:
     """The methodology page's figures, from the rules, the GPUs and the measured checks."""
     rules = catalog.rules
@@ -137,6 +164,7 @@ def methodology_page(catalog: Catalog, measured: tuple[Row, ...], summary: tuple
         return MethodologyPage(weight_formats=(), kv_formats=(), large_card_exceptions=(), has_deployment=False, **common)
     known = {gpu.id: gpu for gpu in catalog.gpus}
     return MethodologyPage(
+        support=support_rows(catalog, source_of),
         weight_formats=tuple(WeightRow(f, source_of(f"deployment.weight_formats.{n}")) for n, f in deployment.weight_formats.items()),
         kv_formats=tuple(KvRow(f, source_of(f"deployment.kv_formats.{n}")) for n, f in deployment.kv_formats.items()),
         large_card_exceptions=tuple(known[g] for g in deployment.large_card_exceptions if g in known),

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gpumem.engines import support
 from gpumem.engines.sizing import Configuration, deployment_fits
 from gpumem.engines.speed import Load, Speed, speed
 from gpumem.figures.subjects import GpuPage, ModelPage
 from gpumem.figures.verdicts import serving_claim
-from gpumem.records.catalog import Catalog, Model
-from gpumem.records.engines import SpeedPages, WeightFormat
+from gpumem.records.catalog import Catalog, Gpu, Model
+from gpumem.records.engines import KvFormat, SpeedPages, WeightFormat
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,15 @@ def holds(catalog: Catalog, model: Model, fmt: WeightFormat, configuration: Conf
     assert setting is not None and rules.deployment is not None
     kv = rules.deployment.kv_formats[setting.kv_format]
     tokens = setting.prompt_tokens + setting.output_tokens
-    return bool(deployment_fits(rules.deployment, model, fmt, kv, tokens, requests, (configuration,), 0))
+    return bool(deployment_fits(rules.deployment, model, fmt, kv, tokens, requests, (configuration,), 0, rules.support))
+
+
+def timed_format(catalog: Catalog, fmt: WeightFormat, kv: KvFormat, gpu: Gpu) -> WeightFormat:
+    """The format a configuration is timed with: the asked one, or the llama.cpp format that stands in for it
+    on this card (engines/support.serving)."""
+    rules = catalog.rules.deployment
+    assert rules is not None
+    return support.serving(catalog.rules.support, rules.weight_formats, fmt, kv, gpu).weights
 
 
 def speed_row(catalog: Catalog, model: Model, fmt: WeightFormat, configuration: Configuration, priced: bool = True) -> SpeedRow:
@@ -61,6 +70,7 @@ def speed_row(catalog: Catalog, model: Model, fmt: WeightFormat, configuration: 
     speed_rules, kv = rules.speed, rules.deployment.kv_formats[setting.kv_format]
     price = configuration.price_per_hour if priced else None
     gpu, count = configuration.gpu, configuration.count
+    fmt = timed_format(catalog, fmt, kv, gpu)
 
     def at(requests: int) -> Speed:
         load = Load(requests, setting.prompt_tokens, setting.output_tokens)
@@ -225,7 +235,7 @@ def inference_guide(catalog: Catalog, configurations: Iterable[Configuration]) -
         model = catalog.model(size.model)
         picks = []
         for fmt in formats:
-            fits = deployment_fits(rules.deployment, model, fmt, kv, tokens, 1, offered, 0)
+            fits = deployment_fits(rules.deployment, model, fmt, kv, tokens, 1, offered, 0, rules.support)
             picks.append(GuidePick(fmt, tuple(speed_row(catalog, model, fmt, fit.configuration) for fit in fits)))
         classes.append(GuideClass(size.label, size.size_b, model, tuple(picks)))
     return InferenceGuide(setting, formats, tuple(classes), tradeoff(catalog, tuple(classes)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpumem.engines import deployment, launch, memory, sizing
+from gpumem.engines import deployment, launch, memory, sizing, support
 from gpumem.engines.deployment import Deployment
 from gpumem.engines.sizing import Choice, Fit, Market, deployment_fits
 from gpumem.figures.shared import Need, OnOffer, Shop, comfort_gb, page_context, plain_kv_bytes_per_token
@@ -65,7 +65,8 @@ def format_fits(catalog: Catalog, shop: Shop, model: Model, fmt: WeightFormat, t
     rules = catalog.rules
     assert rules.deployment is not None
     kv = rules.deployment.kv_formats["bf16"]
-    return deployment_fits(rules.deployment, model, fmt, kv, tokens, requests, shop.configurations, rules.comfortable_requests)
+    more = rules.comfortable_requests
+    return deployment_fits(rules.deployment, model, fmt, kv, tokens, requests, shop.configurations, more, rules.support)
 
 
 def format_fit(catalog: Catalog, shop: Shop, model: Model, fmt: WeightFormat) -> FormatFit:
@@ -221,6 +222,8 @@ class GpuFit:
     max_context: int
     requests: int
     context: int
+    stand_in: str = ""  # the label of the llama.cpp format sized instead of one its engine cannot run on this card
+    via: str = ""  # the slower path the engine runs the weights through on this card
 
 
 @dataclass(frozen=True)
@@ -255,7 +258,9 @@ def gpu_fit(catalog: Catalog, gpu: Gpu, model: Model, fmt: WeightFormat) -> GpuF
     rules = catalog.rules
     assert rules.deployment is not None
     card, kv = gpu.runtime_bytes, rules.deployment.kv_formats["bf16"]
-    if fmt.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, 1):
+    asked, served = fmt, support.serving(rules.support, rules.deployment.weight_formats, fmt, kv, gpu)
+    fmt = served.weights
+    if not served.runs or (fmt.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, 1)):
         return None
     batch = deployment.batch_defaults(rules.deployment, card, gpu.id)
     tokens = page_context(catalog, model)
@@ -269,13 +274,15 @@ def gpu_fit(catalog: Catalog, gpu: Gpu, model: Model, fmt: WeightFormat) -> GpuF
     reserved = deployment.reserved_tokens(rules.deployment, fmt, batch)
     longest = deployment.longest_context(model.arch, kv, free, model.native_context, fmt.runtime, reserved)
     return GpuFit(
-        fmt.name,
+        asked.name,
         need.total_bytes_per_gpu / 1e9,
         need.total_bytes_per_gpu / budget,
         requests > rules.comfortable_requests,
         longest,
         requests,
         tokens,
+        fmt.label if served.stands_in else "",
+        support.fallback(rules.support, fmt.runtime, fmt, gpu) if rules.support else "",
     )
 
 

@@ -78,7 +78,9 @@ def _serving_holds(
     rules = catalog.rules.deployment
     assert rules is not None
     kv = rules.kv_formats["bf16"]
-    fits = deployment_fits(rules, model, fmt, kv, tokens, requests, configurations, catalog.rules.comfortable_requests)
+    fits = deployment_fits(
+        rules, model, fmt, kv, tokens, requests, configurations, catalog.rules.comfortable_requests, catalog.rules.support
+    )
     return tuple(fit.configuration for fit in fits)
 
 

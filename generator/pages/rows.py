@@ -179,7 +179,14 @@ class Rows:
         gpus = _("%(count)s × %(gpu)s, %(need)s per GPU", count=config.count, gpu=config.gpu.name, need=need)
         price = _("%(price)s per hour", price=f.money(config.price_per_hour))
         tag, rent = self.fit_tag(fit.comfortable, tokens), self.rent_link(config.gpu.id, config.count, claim)
-        return Markup(f'<span class="config">{gpus}</span>\n<span class="price">{price}</span>\n{tag}\n{rent}')
+        engine = f"\n{self.stand_in(fit.stand_in.label)}" if fit.stand_in else ""
+        return Markup(f'<span class="config">{gpus}</span>{engine}\n<span class="price">{price}</span>\n{tag}\n{rent}')
+
+    def stand_in(self, label: str) -> str:
+        """Where the format's own engine cannot run it on the card: the llama.cpp format whose figures are shown."""
+        _ = self._
+        words = _("on llama.cpp with %(format)s weights", format=label)
+        return f'<span class="engine">{words}</span>'
 
     def fit_cell(self, need_gb: float, fit: Fit | None, tokens: int, claim: str = "") -> Markup:
         """The cheapest configuration with its per-GPU need; the one-GPU need when nothing on offer holds it."""
@@ -359,7 +366,8 @@ class Rows:
             kind, tag = ("comfortable", _("comfortable")) if fit.comfortable else ("tight", _("tight"))
             longest = _("up to %(tokens)s tokens", tokens=f.number(fit.max_context))
             words = self._phrases[key] = f'<span>{longest}</span>\n<span>{requests}</span>\n<span class="{kind}">{tag}</span>'
-        return f'<td><span class="need">{escape(f.gb(fit.need_gb))}</span>\n{words}</td>'
+        engine = f"\n{self.stand_in(fit.stand_in)}" if fit.stand_in else ""
+        return f'<td><span class="need">{escape(f.gb(fit.need_gb))}</span>\n{words}{engine}</td>'
 
     def gpu_fit_rows(self, fig: GpuPage) -> Markup:
         lines = []

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from gpumem.records.engines import DeploymentRules, EnginePin, SpeedRules, TrainingRules
+from gpumem.records.engines import DeploymentRules, EnginePin, SpeedRules, SupportRules, TrainingRules
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,9 @@ class Gpu:
     year: int
     aliases: tuple[str, ...]
     source: str
+    # NVIDIA's CUDA compute capability ("8.6") or AMD's gfx target ("gfx942"): what an engine's kernels check.
+    compute_capability: str = ""
+    capability_source: str = ""
     visible_bytes: float = 0.0  # total memory as CUDA or ROCm report it; 0 when no log was found
     visible_source: str = ""
     # Dense tensor throughput per precision (bf16, fp8, fp4 in TFLOPS; int8 in TOPS), no sparsity.
@@ -233,6 +236,7 @@ class Rules:
     price_check_max_age_days: int = 0  # a price check older than this (before the snapshot) is not compared
     references: dict[str, str] = field(default_factory=dict)  # a cited address -> the name readers know it by
     training: TrainingRules | None = None
+    support: SupportRules | None = None  # which GPUs each engine runs each format on (rules.yaml, support)
     api_page: ApiPageRules | None = None  # the page "Self-hosting or an API?" (rules.yaml, api_page)
     engines: dict[str, EnginePin] = field(default_factory=dict)  # the pinned engine versions (rules.yaml, engines)
 

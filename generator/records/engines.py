@@ -13,8 +13,13 @@ class EnginePin:
 
     name: str  # vllm | llama.cpp
     version: str  # a release ("0.33.0") or a build tag
-    commit: str  # 40 hex digits
+    commit: str  # 7 to 40 hex digits
     source: str  # why this commit is that version
+
+    @property
+    def label(self) -> str:
+        """The engine's name as pages write it."""
+        return {"vllm": "vLLM"}.get(self.name, self.name)
 
 
 @dataclass(frozen=True)
@@ -214,3 +219,24 @@ class SpeedRules:
     allreduce_latency_s: float  # fixed cost of one all-reduce
     pages: SpeedPages | None = None  # the pages' load; None: the site shows no speed figure
     calibration: SpeedCalibration | None = None
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Where one engine runs one weight or KV format (rules.yaml, support): the capabilities as written."""
+
+    nvidia: str  # the lowest CUDA compute capability, "8.9"; "" when no NVIDIA GPU runs it
+    amd: tuple[str, ...]  # the gfx targets that run it
+    source: str
+    fallback_below: str = ""  # below this capability the engine runs the format through `fallback_via`
+    fallback_via: str = ""
+
+
+@dataclass(frozen=True)
+class SupportRules:
+    """Which GPUs each engine runs each format on (rules.yaml, support); engines/support.py decides with it."""
+
+    engines: dict[str, EnginePin]  # the pinned versions the table was read at (rules.yaml, engines)
+    weights: dict[str, dict[str, Reach]]  # engine -> weight format -> where it runs; a format not listed is not loaded
+    kv: dict[str, dict[str, Reach]]  # engine -> KV-cache format -> where it runs
+    equivalents: dict[str, str]  # weight format -> the llama.cpp format that stands in where its own engine cannot

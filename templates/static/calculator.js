@@ -94,17 +94,45 @@
     return need;
   }
 
-  // Mirrors sizing.deployment_fits: single machines that hold it, cheapest first, comfortable or tight.
-  function deploymentFits(data, s, fmt, kv) {
+  // Mirrors engines/support.py: why an engine cannot run a format on a GPU (null: it can, or no table or capability).
+  function refusal(data, engineName, kind, name, gpuId) {
+    var gpu = window.gpumemTraining.gpuOf(data, gpuId), has = gpu && data.support ? gpu.capability : "";
+    var reach = has ? get(get(data.support[kind], engineName, {}), name, null) : undefined;
+    if (reach === undefined) return null;
+    var parts = reach === null ? [""] : reach.split(" "), needs = parts[0];
+    var targets = parts[1] === "*" ? data.support.targets.split(" ") : parts.slice(1);  // "*": the targets most formats share
+    var amd = has.indexOf("gfx") === 0;  // NVIDIA's "major.minor" has one digit after the point: it compares as a number
+    if (reach !== null && (amd ? targets.indexOf(has) >= 0 : needs !== "" && +has >= +needs)) return null;
+    // why: the sentence that says it (the format runs nowhere; from a capability; or not here, however)
+    var why = reach !== null && !needs && !targets.length ? "nowhere" : reach === null || !needs || amd ? "other" : "needs";
+    return { engine: engineName, kind: kind, format: name, gpu: gpuId, has: has, needs: needs, why: why };
+  }
+
+  // support.serving: the asked weights on their engine, else the llama.cpp format that stands in, else refused.
+  function served(data, weights, kvName, gpuId) {
+    var runs = function (name) {
+      var runtime = data.weightFormats[name].runtime;
+      return refusal(data, runtime, "weights", name, gpuId) || refusal(data, runtime, "kv", kvName, gpuId);
+    };
+    var why = runs(weights), alt = why ? get(data.support.equivalents, weights, "") : "";
+    if (why && why.kind === "weights" && alt && !runs(alt)) return { weights: alt, refusal: why, runs: true };
+    return { weights: weights, refusal: why, runs: !why };
+  }
+
+  // Mirrors sizing.deployment_fits: single machines that hold it, cheapest first, comfortable or tight; and into
+  // `refused`, support.left_out: each GPU on offer no engine runs the formats on, once.
+  function deploymentFits(data, s, asked, kv, refused) {
     var dep = data.deployment, found = [];
     engine.offered(data, data.gpuCounts).forEach(function (c) {
-      if (fmt.runtime === "vllm" && !validTensorParallel(s.arch, c.count)) return;
+      var use = served(data, s.weights, kv.name, c.gpu), fmt = data.weightFormats[use.weights];
+      if (!use.runs && !refused.some(function (r) { return r.gpu === c.gpu; })) refused.push(Object.assign({ name: c.name }, use.refusal));
+      if (!use.runs || (fmt.runtime === "vllm" && !validTensorParallel(s.arch, c.count))) return;
       var card = c.card, batch = batchDefaults(data, card, c.gpu);
       var need = deploymentNeed(data, s, fmt, kv, c.count, s.context, s.batch, batch);
       var budget = dep.utilization * card;
       if (need.perGpu >= budget) return;
       var roomy = deploymentNeed(data, s, fmt, kv, c.count, s.context, s.batch + data.comfortableRequests, batch);
-      found.push({ gpu: c.gpu, name: c.name, count: c.count, price: c.price,
+      found.push({ gpu: c.gpu, name: c.name, count: c.count, price: c.price, weights: use.weights,
         need: need.perGpu, budget: budget, tight: roomy.perGpu >= budget });
     });
     return found.sort(cheapestFirst);
@@ -150,7 +178,9 @@
     need.runtimeName = fmt.runtime;
     need.validCounts = fmt.runtime === "vllm"
       ? data.gpuCounts.filter(function (n) { return validTensorParallel(s.arch, n); }) : data.gpuCounts;
-    need.fits = deploymentFits(data, s, fmt, kv);
+    need.refused = [];
+    need.fits = deploymentFits(data, s, fmt, kv, need.refused);
+    need.refused.sort(function (x, y) { return x.gpu < y.gpu ? -1 : 1; });  // by id (each once), as Python
     need.launch = launchCommand(data, s, fmt, kv);
     return need;
   }
@@ -791,7 +821,7 @@
         ? fill(text.countsVllm, { heads: number.format(s.arch.heads), kv_heads: number.format(s.arch.kvHeads),
           counts: need.validCounts.map(String).join(", ") })
         : text.countsLlamacpp;
-      root.querySelector("#calc-note").textContent = text.serveNote;
+      root.querySelector("#calc-note").textContent = [text.serveNote].concat(refusedText(need.refused)).join(" ");
       var launch = root.querySelector("#calc-launch");
       if (launch) {
         launch.hidden = false;
@@ -799,6 +829,17 @@
         root.querySelector("#calc-launch-engine").textContent = fill(text.launchEngine, {
           engine: need.launch.engine === "vllm" ? "vLLM" : "llama.cpp", version: need.launch.version });
       }
+    }
+
+    // Why the GPUs left out are (engines/support.py): a sentence per format and reason, naming them, after the note.
+    function refusedText(refused) {
+      var groups = {};
+      refused.forEach(function (r) { (groups[r.kind + r.why] = groups[r.kind + r.why] || { r: r, names: [] }).names.push(r.name); });
+      return Object.keys(groups).map(function (key) {
+        var r = groups[key].r, label = r.kind === "weights" ? data.weightFormats[r.format].label : byName(data.kvFormats, r.format).label;
+        return fill(text.refusal[r.why], { engine: data.deployment.runtimeNames[r.engine], needs: r.needs,
+          gpus: groups[key].names.join(", "), format: fill(text.refusal[r.kind], { label: label }) });
+      });
     }
 
     function segment(index, value, whole) {

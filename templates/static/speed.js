@@ -109,7 +109,10 @@
 
   // Serving.rows in compute_calculator.py: each fit with its speed, in the order s.sort names (ties keep the price order).
   function rows(data, s, fits) {
-    var found = fits.map(function (fit) { return { fit: fit, speed: speed(data, s, fit.gpu, fit.count, fit.price) }; });
+    var found = fits.map(function (fit) {
+      var timed = fit.weights && fit.weights !== s.weights ? Object.assign({}, s, { weights: fit.weights }) : s;  // a stand-in's
+      return { fit: fit, speed: speed(data, timed, fit.gpu, fit.count, fit.price) };
+    });
     if (s.sort === "speed") found.sort(function (x, y) { return y.speed.aggregate - x.speed.aggregate; });
     if (s.sort === "cost") found.sort(function (x, y) { return x.speed.outputCost - y.speed.outputCost; });
     return found;
