@@ -18,6 +18,7 @@ from gpumem.figures import shared
 
 from .javascript import Scripts
 from .project import CATALOGS
+from .test_rent_links import holds
 
 CATALOG = load_catalog(CATALOGS)
 SHOP = shared.Shop(CATALOG)
@@ -290,3 +291,17 @@ def test_typing_a_parameter_count_over_a_preset_says_whose_the_rest_is(opened):
         page.locator(f'[name="{name}"]').fill("")
     expect(page.locator("#calc-estimated")).to_contain_text("Estimated from the parameter count: Layers 33,")
     expect(page.locator('[data-result="total-gb"]')).to_have_text("18 GB")
+
+
+def test_the_script_s_rows_claim_the_form_s_workload_and_the_engines_agree(opened):
+    """The rows the script draws carry the workload of the form as the built page's rows do (data-holds,
+    verdicts.serving_claim), and each configuration they rent holds it by the engines; a custom model claims nothing."""
+    page = opened("model=qwen2.5-7b&weights=awq&kv=bf16&context=4096&batch=4")
+    rows = page.locator("#calc-options a.rent")
+    claims = rows.evaluate_all("links => links.map(a => [a.dataset.holds, a.href])")
+    assert len(claims) > 1 and {claim for claim, _ in claims} == {"serve:qwen2.5-7b:awq:bf16:4096:4"}
+    rented = [parse_qsl(href.split("?", 1)[1]) for _, href in claims]
+    assert all(holds(CATALOG, SHOP, "serve:qwen2.5-7b:awq:bf16:4096:4", dict(q)["gpu"], int(dict(q)["count"])) for q in rented)
+    page = opened("params=7")
+    expect(page.locator("#calc-options a.rent").first).to_be_attached()
+    assert page.locator("#calc-options a.rent[data-holds]").count() == 0

@@ -17,6 +17,7 @@ from gpumem.figures.calculator_training import training_fields as training_field
 from gpumem.figures.calculator_training import tuning as tuning
 from gpumem.figures.shared import Shop
 from gpumem.figures.subjects import FormatFit, format_fit
+from gpumem.figures.verdicts import serving_claim
 from gpumem.records.catalog import Architecture, Catalog, Gpu, Model
 from gpumem.records.engines import WeightFormat
 
@@ -115,6 +116,7 @@ class Serving:
     sort: str = "price"
     command: launch.Launch | None = None  # what starts it on the GPUs chosen, on the pinned engine version
     refused: tuple[Refusal, ...] = ()  # the GPUs on offer whose engine cannot run these formats (engines/support.py)
+    claim: str = ""  # what each configuration's rent link claims it holds (a catalog model's; verdicts.serving_claim)
 
     @property
     def total_bytes(self) -> float:
@@ -177,7 +179,8 @@ def serving(
     work, settings = launch.Workload(gpus, context, requests), launch.Settings(rules.utilization)
     command = launch.launch(model, fmt, cache, work, settings, pin.version if pin else "")
     refused = support.left_out(table, rules.weight_formats, fmt, cache, (c.gpu for c in shop.configurations))
-    return Serving(need, fits, fmt.runtime, valid, speeds, sort, command, refused)
+    claim = serving_claim(model, fmt, kv, context, requests) if model in catalog.models else ""
+    return Serving(need, fits, fmt.runtime, valid, speeds, sort, command, refused, claim)
 
 
 @dataclass(frozen=True)

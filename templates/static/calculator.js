@@ -813,7 +813,7 @@
       }) : need.fits;
       renderList(found, function (c) {
         return fill(text.fitOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price) });
-      }, rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }), speedLine);
+      }, rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }), speedLine, claimOf(s));
       root.querySelector("#calc-order").textContent = fill(text.orders[s.sort], { requests: number.format(s.batch) });
       root.querySelector("#calc-lengths").textContent = fill(text.lengths, { prompt: number.format(s.prompt), output: number.format(s.output) });
       var counts = root.querySelector("#calc-counts");
@@ -887,10 +887,11 @@
     }
 
     // The marketplace's page renting c.count × c.gpu (Marketplace.rent in records.py).
-    function rentLink(c) {
+    function rentLink(c, claim) {
       var template = root.getAttribute("data-rent-url");  // content/site.yaml's marketplace.rent_url
       var address = template.replace("{gpu}", encodeURIComponent(c.gpu)).replace("{count}", String(c.count));
-      return element("a", text.rent, { "class": "rent", href: address });
+      var attributes = claim ? { "class": "rent", "data-holds": claim, href: address } : { "class": "rent", href: address };
+      return element("a", text.rent, attributes);  // in the order rows.rent_link writes them
     }
 
     // Serving's rules at the chosen context: comfortable holds a few more requests, tight does not.
@@ -905,8 +906,14 @@
         ttft: rate.format(v.ttft), output: perMillion.format(v.outputCost), input: perMillion.format(v.inputCost) }));
     }
 
-    // A line per configuration found, its tag with the rule (serving's), its speed, and its rent link, or the line saying none.
-    function renderList(found, line, rules, after) {
+    // What a catalog model's serving rows claim their configurations hold (verdicts.serving_claim); none for a custom model.
+    function claimOf(s) {
+      return s.model === "custom" ? "" : ["serve", s.model, s.weights, s.kv, s.context, s.batch].join(":");
+    }
+
+    // A line per configuration found, its tag with the rule (serving's), its speed, and its rent link (with the
+    // workload it holds, `claim`), or the line saying none.
+    function renderList(found, line, rules, after, claim) {
       var list = root.querySelector("#calc-options"), items = document.createDocumentFragment();
       if (!found.length) items.appendChild(element("li", text.none));
       found.forEach(function (c) {
@@ -919,7 +926,7 @@
           item.appendChild(after(c));
           item.appendChild(document.createTextNode(" "));
         }
-        item.appendChild(rentLink(c));
+        item.appendChild(rentLink(c, claim));
         items.appendChild(item);
       });
       list.textContent = "";
