@@ -15,6 +15,7 @@ from gpumem.catalog.inputs import load_catalog
 from gpumem.engines import architecture
 from gpumem.figures import calculator as compute_calculator
 from gpumem.figures import shared
+from gpumem.figures.verdicts import rule_format
 
 from .javascript import Scripts
 from .project import CATALOGS
@@ -305,3 +306,9 @@ def test_the_script_s_rows_claim_the_form_s_workload_and_the_engines_agree(opene
     page = opened("params=7")
     expect(page.locator("#calc-options a.rent").first).to_be_attached()
     assert page.locator("#calc-options a.rent[data-holds]").count() == 0
+
+
+def test_an_earlier_calculator_s_int4_opens_the_format_the_rule_of_thumb_s_4_bits_are_judged_in():
+    """One mapping of "4-bit" to a storage format: rules.yaml calculator.old_weights for old links and
+    verdicts.rule_format for the rule-of-thumb cells (the first 4-bit format of the model pages' formats)."""
+    assert CATALOG.rules.calculator_old_weights == {"int4": rule_format(CATALOG, "int4").name} == {"int4": "awq"}
