@@ -1,5 +1,6 @@
-// GPU-memory calculator: serving as generator/deployment.py and sizing.py, fine-tuning as training.py (training.js),
-// a config.json counted as hf_config.py; every constant comes from the build's JSON.
+// GPU-memory calculator: serving as generator/deployment.py and sizing.py, fine-tuning as training.py (training.js,
+// loaded when a reader picks a fine-tuning mode), a config.json counted as hf_config.py (config.js, loaded when a reader
+// pastes one); every constant comes from the build's JSON.
 (function () {
   "use strict";
 
@@ -9,7 +10,6 @@
     "zero", "offload", "fp32_unquantized"];
   var LORA = ["lora_rank", "lora_targets"], QLORA = ["fp32_unquantized"];
   var FIELDS = ["model"].concat(ARCH, ["mode", "weights", "kv", "gpus", "batch", "context", "prompt", "output", "sort"], TRAINING);
-  var engine = window.gpumemTraining, weightsBytes = engine.weightsBytes;
   var FULL = { kind: "full", window: 0, slidingLayers: 0, latent: 0 };  // full attention: every layer caches every token
   var PARTS = ["weights", "kv_cache", "gradients", "optimizer", "overhead", "activations", "dequantized"];  // their index is their colour class
   var SIZES = ["hidden", "vocab", "intermediate", "gpus"];  // read by both engines, unlike the old rule of thumb
@@ -44,6 +44,32 @@
     var small = Math.min(full, sliding), large = Math.max(full, sliding);
     var group = large < data.deployment.hybridGroupRatio * small ? large : small;
     return [Math.ceil(full / group) * group, Math.ceil(sliding / group) * group];
+  }
+
+  function embeddingParams(arch) {
+    return arch.vocab * arch.hidden * (arch.tied ? 1 : 2);
+  }
+
+  function expertParams(data, arch, padTo) {
+    var experts = arch.experts;
+    if (!experts) return 0;
+    var width = experts.intermediate;
+    if (padTo) width = Math.ceil(width / padTo) * padTo;
+    var moeLayers = arch.layers - experts.denseLayers;
+    return moeLayers * experts.count * data.counting.gatedMatrices * arch.hidden * width;
+  }
+
+  // deployment.weights_bytes: the whole model's weights as a format stores them.
+  function weightsBytes(data, s, fmt) {
+    var dep = data.deployment, params = s.params * 1e9;
+    if (fmt.scope === "all") return params * fmt.bits / dep.bitsPerByte;
+    if (fmt.scope === "experts") {
+      var quantized = expertParams(data, s.arch, fmt.padTo);
+      var rest = params - expertParams(data, s.arch, 0);
+      return quantized * fmt.bits / dep.bitsPerByte + rest * dep.sixteenBitBytes;
+    }
+    var kept = embeddingParams(s.arch) + s.vision * 1e9;
+    return (params - kept) * fmt.bits / dep.bitsPerByte + kept * dep.sixteenBitBytes;
   }
 
   function runtimeBytes(data, arch, fmt, gpus, batch) {
@@ -94,10 +120,34 @@
     return need;
   }
 
+  // A GPU on offer: its row of data.gpus with the names of data.gpuFields (the keys are written once), or null.
+  function gpuOf(data, id) {
+    var row = has(data.gpus, id) ? data.gpus[id] : null, gpu = {};
+    if (!row) return null;
+    data.gpuFields.forEach(function (name, i) { if (i < row.length) gpu[name] = row[i]; });
+    return gpu;
+  }
+
+  // sizing.offered_configurations: n GPUs of one kind for each n of `counts` some machine holds, at n x its lowest
+  // price; `card`: the bytes each card holds.
+  function offered(data, counts) {
+    var found = [];
+    Object.keys(data.machines).forEach(function (id) {
+      var gpu = gpuOf(data, id);
+      counts.forEach(function (n) {
+        var prices = data.machines[id].filter(function (m) { return m[0] >= n; }).map(function (m) { return m[1]; });
+        if (prices.length && gpu) {
+          found.push({ gpu: id, name: gpu.name, count: n, price: n * Math.min.apply(null, prices), card: gpu.runtimeBytes });
+        }
+      });
+    });
+    return found;
+  }
+
   // Mirrors sizing.deployment_fits: single machines that hold it, cheapest first, comfortable or tight.
   function deploymentFits(data, s, fmt, kv) {
     var dep = data.deployment, found = [];
-    engine.offered(data, data.gpuCounts).forEach(function (c) {
+    offered(data, data.gpuCounts).forEach(function (c) {
       if (fmt.runtime === "vllm" && !validTensorParallel(s.arch, c.count)) return;
       var card = c.card, batch = batchDefaults(data, card, c.gpu);
       var need = deploymentNeed(data, s, fmt, kv, c.count, s.context, s.batch, batch);
@@ -257,6 +307,7 @@
       estimated: filled.estimated };
     if (tuning && !Object.keys(errors).length) {
       tuning.gpus = values.gpus;
+      var engine = window.gpumemTraining;  // training.js: loaded before the page validates a fine-tuning mode
       tuning.targets = tuning.method === "full" ? [] : engine.targetsOf(data, tuning.targetPreset, arch);
       var declined = engine.check(data, state, tuning);  // training.check: a run no trainer would start
       if (declined) errors[declined[0]] = [declined[1], declined[2]];
@@ -621,6 +672,7 @@
       root.querySelector("#calc-training").hidden = MODES.indexOf(raw.mode) < 1;
       if (blocked && blocked.id !== raw.model) unblock();  // the reader chose another model meanwhile
       if (blocked) return say(blocked.message);
+      if (MODES.indexOf(raw.mode) > 0 && !window.gpumemTraining) return say(training());
       history.replaceState(null, "", "?" + toQuery(raw, pasted));
       root.querySelector("#calc-link").value = location.href;
       var checked = validate(data, raw, pasted);
@@ -687,6 +739,23 @@
         blocked = { id: id, message: fill(text.failed, { model: nameOf(id) }) };
         render();
       });
+    }
+
+    // training.js, loaded when a fine-tuning mode is first shown: what the result says meanwhile, or after a failed load
+    // until the reader chooses the mode again (changed() then forgets the failure, and this asks again).
+    var tuning = null;
+    function training() {
+      if (!tuning) {
+        tuning = text.trainingLoading;
+        var done = function (failed) {
+          tuning = failed ? text.trainingFailed : null;
+          if (!blocked) results.removeAttribute("aria-busy");
+          render();
+        };
+        loadScript("data-training").then(function () { done(false); }, function () { done(true); });
+      }
+      if (tuning === text.trainingLoading) results.setAttribute("aria-busy", "true");
+      return tuning;
     }
 
     function applyPreset(id) {
@@ -810,7 +879,7 @@
 
     // Fine-tuning: the run's parts per GPU (training.js) and the configurations of that many GPUs that hold it.
     function renderTraining(s, total, summary) {
-      var run = engine.train(data, s, s.training), all = run.perGpu * s.gpus / 1e9;
+      var run = window.gpumemTraining.train(data, s, s.training), all = run.perGpu * s.gpus / 1e9;
       total.textContent = gb(all);
       total.setAttribute("data-value", String(all));
       var first = element("li", fill(text.perGpu, { count: number.format(s.gpus) }) + " ");
@@ -895,18 +964,19 @@
       more.textContent = fill(text.more, { count: number.format(items.length) });
     }
 
-    // config.js (the counting of a config.json), loaded once when a reader first pastes: a promise, asked again after
-    // a failed load.
-    var counting = null;
-    function loadCounting() {
-      counting = counting || new Promise(function (resolve, reject) {
+    // A script the page names in an attribute (data-config: config.js, the counting of a config.json, when a reader
+    // first pastes; data-training: training.js, when a fine-tuning mode is first chosen), loaded once: a promise per
+    // script, asked again after a failed load.
+    var scripts = {};
+    function loadScript(attribute) {
+      scripts[attribute] = scripts[attribute] || new Promise(function (resolve, reject) {
         var script = document.createElement("script");
-        script.src = root.getAttribute("data-config");
+        script.src = root.getAttribute(attribute);
         script.onload = resolve;
-        script.onerror = function () { counting = null; script.remove(); reject(); };
+        script.onerror = function () { delete scripts[attribute]; script.remove(); reject(); };
         document.head.appendChild(script);
       });
-      return counting;
+      return scripts[attribute];
     }
 
     // A pasted config.json fills the fields (what they cannot say is kept aside); render shows its error.
@@ -919,7 +989,7 @@
           pasteError = null;
           results.setAttribute("aria-busy", "true");
           var done = function () { results.removeAttribute("aria-busy"); render(); };
-          return loadCounting().then(function () { paste(); done(); }, function () { pasteError = ["configFailed", {}]; done(); });
+          return loadScript("data-config").then(function () { paste(); done(); }, function () { pasteError = ["configFailed", {}]; done(); });
         }
         if (!error) {
           var counted = window.gpumemConfig.countConfig(data, parsed);
@@ -954,6 +1024,7 @@
         field("model").value = "custom";
       } else if (name === "mode" && MODES.indexOf(field("mode").value) > 0) {
         field("precision").value = precisionOf(data, field("mode").value);
+        if (tuning === text.trainingFailed) tuning = null;  // chosen again: asked again
       }
       render();
     }
@@ -992,7 +1063,8 @@
     estimatedFields: estimatedFields,
     extraOf: extraOf, errorText: errorText,
     isDict: isDict, has: has, get: get, shown: shown, full: FULL,
-    weightsBytes: weightsBytes, expertParams: engine.expertParams, kvCache: kvCache, byName: byName, remember: remember,
+    weightsBytes: weightsBytes, expertParams: expertParams, embeddingParams: embeddingParams, gpuOf: gpuOf, offered: offered,
+    kvCache: kvCache, byName: byName, remember: remember,
     loadPreset: loadPreset };
   var root = document.getElementById("calculator");
   if (root) start(root);

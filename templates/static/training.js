@@ -1,34 +1,11 @@
 // The training engine, generator/training.py operation for operation: a fine-tuning run's peak bytes per GPU
 // by part, and the configurations whose cards hold it (compute_training.holding). Every constant comes from the
-// build's JSON (data.training, data.deployment, data.weightFormats); the serving engine's weight bytes too.
+// build's JSON (data.training, data.deployment, data.weightFormats). calculator.js loads it when a reader picks a
+// fine-tuning mode; the serving engine's parts it shares (weight bytes, the configurations on offer) are calculator.js's.
 (function () {
   "use strict";
 
-  function embeddingParams(arch) {
-    return arch.vocab * arch.hidden * (arch.tied ? 1 : 2);
-  }
-
-  function expertParams(data, arch, padTo) {
-    var experts = arch.experts;
-    if (!experts) return 0;
-    var width = experts.intermediate;
-    if (padTo) width = Math.ceil(width / padTo) * padTo;
-    var moeLayers = arch.layers - experts.denseLayers;
-    return moeLayers * experts.count * data.counting.gatedMatrices * arch.hidden * width;
-  }
-
-  // deployment.weights_bytes: the whole model's weights as a format stores them.
-  function weightsBytes(data, s, fmt) {
-    var dep = data.deployment, params = s.params * 1e9;
-    if (fmt.scope === "all") return params * fmt.bits / dep.bitsPerByte;
-    if (fmt.scope === "experts") {
-      var quantized = expertParams(data, s.arch, fmt.padTo);
-      var rest = params - expertParams(data, s.arch, 0);
-      return quantized * fmt.bits / dep.bitsPerByte + rest * dep.sixteenBitBytes;
-    }
-    var kept = embeddingParams(s.arch) + s.vision * 1e9;
-    return (params - kept) * fmt.bits / dep.bitsPerByte + kept * dep.sixteenBitBytes;
-  }
+  var calc = window.gpumemCalculator, weightsBytes = calc.weightsBytes, embeddingParams = calc.embeddingParams;
 
   // training.targets_of: a preset's modules, the routed experts only where there are some.
   function targetsOf(data, preset, arch) {
@@ -142,35 +119,11 @@
     return run;
   }
 
-  // A GPU on offer: its row of data.gpus with the names of data.gpuFields (the keys are written once), or null.
-  function gpuOf(data, id) {
-    var row = Object.prototype.hasOwnProperty.call(data.gpus, id) ? data.gpus[id] : null, gpu = {};
-    if (!row) return null;
-    data.gpuFields.forEach(function (name, i) { if (i < row.length) gpu[name] = row[i]; });
-    return gpu;
-  }
-
-  // sizing.offered_configurations: n GPUs of one kind for each n of `counts` some machine holds, at n x its lowest
-  // price; `card`: the bytes each card holds.
-  function offered(data, counts) {
-    var found = [];
-    Object.keys(data.machines).forEach(function (id) {
-      var gpu = gpuOf(data, id);
-      counts.forEach(function (n) {
-        var prices = data.machines[id].filter(function (m) { return m[0] >= n; }).map(function (m) { return m[1]; });
-        if (prices.length && gpu) {
-          found.push({ gpu: id, name: gpu.name, count: n, price: n * Math.min.apply(null, prices), card: gpu.runtimeBytes });
-        }
-      });
-    });
-    return found;
-  }
-
   // The configurations of t.gpus GPUs, then compute_training.holding: those whose cards hold the footprint,
   // cheapest first, each tight (compute_training.is_tight) when it leaves less than comfortableFree of the card.
   function fits(data, footprint, gpus) {
     var free = data.training.comfortableFree;
-    var found = offered(data, [gpus]).filter(function (c) { return footprint <= c.card; });
+    var found = calc.offered(data, [gpus]).filter(function (c) { return footprint <= c.card; });
     found.forEach(function (c) { c.tight = c.card - footprint < free * c.card; });
     return found.sort(function (x, y) { return x.price - y.price || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0); });
   }
@@ -182,6 +135,5 @@
     return run;
   }
 
-  window.gpumemTraining = { train: train, check: check, offered: offered, gpuOf: gpuOf, targetsOf: targetsOf,
-    weightsBytes: weightsBytes, expertParams: expertParams };
+  window.gpumemTraining = { train: train, check: check, targetsOf: targetsOf };
 })();
