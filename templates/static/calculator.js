@@ -270,7 +270,8 @@
       if (values.experts_active > values.experts) errors.experts_active = ["atMost", values.experts];
     }
     if (["0", "1"].indexOf(raw.tied) < 0) errors.tied = ["choice"];
-    var tuning = MODES.indexOf(raw.mode) > 0 ? checkTraining(data, raw, errors, values) : null;
+    // training.js: loaded before the page validates a fine-tuning mode
+    var tuning = MODES.indexOf(raw.mode) > 0 ? window.gpumemTraining.settings(data, raw, errors, values) : null;
     if (values.heads && values.kv_heads && values.heads % values.kv_heads !== 0) errors.kv_heads = ["divide", values.heads];
     if (MODES.indexOf(raw.mode) < 0) errors.mode = ["choice"];
     if (serving && data.sorts.indexOf(raw.sort) < 0) errors.sort = ["choice"];
@@ -306,31 +307,14 @@
       active: preset && preset.active || null, prompt: values.prompt, output: values.output, sort: raw.sort,
       estimated: filled.estimated };
     if (tuning && !Object.keys(errors).length) {
-      tuning.gpus = values.gpus;
-      var engine = window.gpumemTraining;  // training.js: loaded before the page validates a fine-tuning mode
-      tuning.targets = tuning.method === "full" ? [] : engine.targetsOf(data, tuning.targetPreset, arch);
-      var declined = engine.check(data, state, tuning);  // training.check: a run no trainer would start
+      var declined = window.gpumemTraining.check(data, state, tuning);  // training.check: a run no trainer would start
       if (declined) errors[declined[0]] = [declined[1], declined[2]];
     }
     if (Object.keys(errors).length) return { errors: errors };
     return { state: state };
   }
 
-  // The fine-tuning fields checked into the training engine's settings (gpumem estimate's flags).
-  function checkTraining(data, raw, errors, values) {
-    var lora = raw.mode !== "full";
-    ["seq", "micro_batch"].concat(lora ? ["lora_rank"] : []).forEach(function (field) {
-      checkNumber(data, raw, field, errors, values, false);
-    });
-    var choices = trainingChoices(data, raw.mode);
-    Object.keys(choices).forEach(function (field) { if (choices[field].indexOf(raw[field]) < 0) errors[field] = ["choice"]; });
-    return { method: raw.mode, seq: values.seq, microBatch: values.micro_batch, checkpointing: raw.checkpointing,
-      flash: raw.flash_attention === SWITCHES[0], optimizer: raw.optimizer, precision: raw.precision, rank: lora ? values.lora_rank : 0,
-      targetPreset: raw.lora_targets, zero: Number(raw.zero), offload: raw.offload === SWITCHES[0],
-      fp32Unquantized: raw.mode === "qlora" && raw.fp32_unquantized === SWITCHES[0] };
-  }
-
-  // The fine-tuning fields that are choices, and their values, in a training mode.
+  // The fine-tuning fields that are choices, and their values, in a training mode (readLink's, and training.js's).
   function trainingChoices(data, mode) {
     var tr = data.training;
     var choices = { checkpointing: tr.checkpointing, flash_attention: SWITCHES, optimizer: Object.keys(tr.optimizers),
@@ -835,15 +819,21 @@
 
     function powerLaw(rule) { return coefficient.format(rule[0]) + " × P^" + coefficient.format(rule[1]); }
 
+    // Either mode's total over its GPUs, and the summary's first line: the bytes per GPU.
+    function renderTotal(s, perGpu, total, summary) {
+      var all = perGpu * s.gpus / 1e9;
+      total.textContent = gb(all);
+      total.setAttribute("data-value", String(all));
+      var first = element("li", fill(text.perGpu, { count: number.format(s.gpus) }) + " ");
+      first.appendChild(result("strong", "per-gpu-gb", perGpu / 1e9));
+      summary.appendChild(first);
+    }
+
     function renderServe(s, total, summary) {
       var need = serve(data, s);
-      total.textContent = gb(need.total);
-      total.setAttribute("data-value", String(need.total));
-      var first = element("li", fill(text.perGpu, { count: number.format(s.gpus) }) + " ");
-      first.appendChild(result("strong", "per-gpu-gb", need.perGpu / 1e9));
+      renderTotal(s, need.perGpu, total, summary);
       var second = element("li", text.wholeWeights + " ");
       second.appendChild(result("span", "weights-gb", need.weights / 1e9));
-      summary.appendChild(first);
       summary.appendChild(second);
       renderParts([["weights", "weights-per-gpu-gb", need.weightsPerGpu], ["kv_cache", "kv-gb", need.kv],
         ["overhead", "runtime-gb", need.runtime + need.graph]], need.perGpu / 1e9);
@@ -879,16 +869,9 @@
 
     // Fine-tuning: the run's parts per GPU (training.js) and the configurations of that many GPUs that hold it.
     function renderTraining(s, total, summary) {
-      var run = window.gpumemTraining.train(data, s, s.training), all = run.perGpu * s.gpus / 1e9;
-      total.textContent = gb(all);
-      total.setAttribute("data-value", String(all));
-      var first = element("li", fill(text.perGpu, { count: number.format(s.gpus) }) + " ");
-      first.appendChild(result("strong", "per-gpu-gb", run.perGpu / 1e9));
-      summary.appendChild(first);
-      var parts = [["weights", "weights-per-gpu-gb", run.weights], ["gradients", "gradients-gb", run.gradients],
-        ["optimizer", "optimizer-gb", run.optimizer], ["activations", "activations-gb", run.activations],
-        ["dequantized", "dequantized-gb", run.dequantized], ["overhead", "runtime-gb", run.runtime]];
-      renderParts(parts.filter(function (p) { return p[2] || p[0] !== "dequantized"; }), run.perGpu / 1e9, { overhead: "cuda" });
+      var run = window.gpumemTraining.train(data, s, s.training);
+      renderTotal(s, run.perGpu, total, summary);
+      renderParts(run.parts, run.perGpu / 1e9, { overhead: "cuda" });
       renderList(run.fits, function (c) {
         return fill(text.trainOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price), memory: gb(c.card / 1e9) });
       }, text.trainRules);
@@ -1064,7 +1047,7 @@
     extraOf: extraOf, errorText: errorText,
     isDict: isDict, has: has, get: get, shown: shown, full: FULL,
     weightsBytes: weightsBytes, expertParams: expertParams, embeddingParams: embeddingParams, gpuOf: gpuOf, offered: offered,
-    kvCache: kvCache, byName: byName, remember: remember,
+    checkNumber: checkNumber, trainingChoices: trainingChoices, switches: SWITCHES, kvCache: kvCache, byName: byName, remember: remember,
     loadPreset: loadPreset };
   var root = document.getElementById("calculator");
   if (root) start(root);

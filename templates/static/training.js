@@ -1,7 +1,8 @@
 // The training engine, generator/training.py operation for operation: a fine-tuning run's peak bytes per GPU
 // by part, and the configurations whose cards hold it (compute_training.holding). Every constant comes from the
-// build's JSON (data.training, data.deployment, data.weightFormats). calculator.js loads it when a reader picks a
-// fine-tuning mode; the serving engine's parts it shares (weight bytes, the configurations on offer) are calculator.js's.
+// build's JSON (data.training, data.deployment, data.weightFormats); and the checks of the fine-tuning fields.
+// calculator.js loads it when a reader or a link picks a fine-tuning mode; what it shares with serving (weight bytes,
+// the configurations on offer, a number field's check) is calculator.js's, on window.gpumemCalculator.
 (function () {
   "use strict";
 
@@ -52,8 +53,26 @@
     return sum(linear, function (m) { return (m[0] + m[1]) * m[2]; }) + tables + Math.max(vectors, 0);
   }
 
-  // training.check, for the settings a form can get wrong: [field, message key, values], or null.
+  // The fine-tuning fields checked into the training engine's settings (gpumem estimate's flags), as calculator.js's
+  // validate checks the others: errors into `errors`, the numbers into `values`.
+  function settings(data, raw, errors, values) {
+    var lora = raw.mode !== "full", on = calc.switches[0];
+    ["seq", "micro_batch"].concat(lora ? ["lora_rank"] : []).forEach(function (field) {
+      calc.checkNumber(data, raw, field, errors, values, false);
+    });
+    var choices = calc.trainingChoices(data, raw.mode);
+    Object.keys(choices).forEach(function (field) { if (choices[field].indexOf(raw[field]) < 0) errors[field] = ["choice"]; });
+    return { method: raw.mode, seq: values.seq, microBatch: values.micro_batch, checkpointing: raw.checkpointing,
+      flash: raw.flash_attention === on, optimizer: raw.optimizer, precision: raw.precision, rank: lora ? values.lora_rank : 0,
+      targetPreset: raw.lora_targets, zero: Number(raw.zero), offload: raw.offload === on,
+      fp32Unquantized: raw.mode === "qlora" && raw.fp32_unquantized === on };
+  }
+
+  // The settings completed with the model's (its GPUs, the modules the targets name), then training.check, for the
+  // settings a form can get wrong: [field, message key, values], or null.
   function check(data, s, t) {
+    t.gpus = s.gpus;
+    t.targets = t.method === "full" ? [] : targetsOf(data, t.targetPreset, s.arch);
     var precision = data.training.precisions[t.precision], optimizer = data.training.optimizers[t.optimizer];
     if (t.zero && t.gpus === 1) return ["zero", "zeroOneGpu", { stage: t.zero }];
     if (t.method === "full") return null;
@@ -128,12 +147,17 @@
     return found.sort(function (x, y) { return x.price - y.price || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0); });
   }
 
-  // The run for a calculator state whose settings check() passed: the parts per GPU and the fits.
+  // The run for a calculator state whose settings check() passed: the parts per GPU, as the page lists them
+  // ([part, data-result, bytes]; QLoRA's dequantized copies only where there are some), and the fits.
   function train(data, s, t) {
     var run = need(data, s, t);
+    run.parts = [["weights", "weights-per-gpu-gb", run.weights], ["gradients", "gradients-gb", run.gradients],
+      ["optimizer", "optimizer-gb", run.optimizer], ["activations", "activations-gb", run.activations],
+      ["dequantized", "dequantized-gb", run.dequantized], ["overhead", "runtime-gb", run.runtime]]
+      .filter(function (p) { return p[2] || p[0] !== "dequantized"; });
     run.fits = fits(data, run.footprint, t.gpus);
     return run;
   }
 
-  window.gpumemTraining = { train: train, check: check, targetsOf: targetsOf };
+  window.gpumemTraining = { settings: settings, check: check, train: train };
 })();
