@@ -20,8 +20,9 @@ import quickjs
 
 from .project import published
 
-# In the page's order (templates/calculator.html): calculator.js reads window.gpumemTraining as it loads.
-SCRIPTS = ("training.js", "speed.js", "calculator.js", "config.js")  # config.js: the page loads it when a reader pastes
+# In the page's order (templates/calculator.html), then the scripts calculator.js loads on demand: training.js (a
+# fine-tuning mode) and config.js (a paste), which read window.gpumemCalculator as they load.
+SCRIPTS = ("speed.js", "calculator.js", "training.js", "config.js")
 STUB = """
 var window = globalThis;
 var document = {getElementById: function (id) { return id === "calculator-data" ? {textContent: CALCULATOR_DATA} : null; }};
@@ -32,6 +33,12 @@ def fetch_presets(page: Any, ids: Any) -> None:
     """In Chromium (a Playwright page), the preset files of these models fetched as the page fetches them, so the
     scripts' engines know them as QuickJS does (Scripts)."""
     page.evaluate("ids => Promise.all(ids.map(id => window.gpumemCalculator.loadPreset(id)))", sorted(set(ids)))
+
+
+def load_training(page: Any) -> None:
+    """In Chromium, training.js loaded from the address the page names (data-training), as the page loads it when a
+    reader picks a fine-tuning mode, so a test can call the engine as it does in QuickJS."""
+    page.add_script_tag(url=page.locator("#calculator").get_attribute("data-training"))
 
 
 def calculator_data(site: Path) -> str:

@@ -204,10 +204,11 @@ def test_the_built_site_has_its_headers_and_links_only_published_assets(built_si
     linked, fetched = set(), set()
     for page in built_site.rglob("*.html"):
         linked.update(re.findall(r'(?:href|src)="/(assets/[^"]*)"', page.read_text()))
-        fetched.update(re.findall(r'data-(?:presets|config)="/(assets/[^"]*)"', page.read_text()))
+        fetched.update(re.findall(r'data-(?:presets|config|training)="/(assets/[^"]*)"', page.read_text()))
     config = str(published(built_site, "config.js").relative_to(built_site))  # loaded when a reader pastes a config.json
-    assert linked == {f"assets/{name}" for name in assets if not name.startswith(presets)} - {config}
-    assert fetched == {f"assets/{presets}", config}
+    training = str(published(built_site, "training.js").relative_to(built_site))  # when a reader picks a fine-tuning mode
+    assert linked == {f"assets/{name}" for name in assets if not name.startswith(presets)} - {config, training}
+    assert fetched == {f"assets/{presets}", config, training}
 
 
 def test_the_built_scripts_and_styles_are_the_minified_sources(built_site: Path):

@@ -400,6 +400,7 @@ def test_preset_fills_the_architecture_and_opens_on_its_release_format(calculato
 def test_each_mode(calculator: Page, mode: str):
     pick(calculator, "llama-3.1-70b")
     calculator.select_option('[name="mode"]', mode)
+    loaded(calculator)  # training.js, for a fine-tuning mode
     raw = raw_state("llama-3.1-70b", mode, "bf16", "bf16", 1, 8192)
     assert total(calculator) == pytest.approx(python_total(raw), rel=1e-12)
     if mode == "serve":

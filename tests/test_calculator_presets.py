@@ -184,6 +184,16 @@ def test_a_picked_model_loads_its_preset_file_and_shows_its_figures(opened: Page
     assert len([url for url in opened.requests if "/assets/presets." in url]) == 2  # type: ignore[attr-defined]
 
 
+def caught(page: Page, held: list[Route]) -> Route:
+    """The one request a holding route (a handler that keeps it in `held`) caught."""
+    for _ in range(200):  # the route's handler runs when Playwright next reads its events: let it read them
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert len(held) == 1
+    return held[0]
+
+
 def test_while_a_preset_loads_the_page_says_so_then_shows_it(opened: Page):
     held: list[Route] = []
     opened.route("**/assets/presets.*/qwen2.5-14b.json", lambda route: held.append(route))
@@ -193,12 +203,7 @@ def test_while_a_preset_loads_the_page_says_so_then_shows_it(opened: Page):
     expect(opened.locator("#calc-options")).to_be_hidden()
     opened.select_option('[name="mode"]', "full")  # another field meanwhile: still loading, no other model's figures
     expect(opened.locator('[data-result="total-gb"]')).to_have_text("Loading the figures of Qwen2.5 14B (Instruct)…")
-    for _ in range(200):  # the route's handler runs when Playwright next reads its events: let it read them
-        if held:
-            break
-        opened.wait_for_timeout(50)
-    assert len(held) == 1
-    held[0].continue_()
+    caught(opened, held).continue_()
     expect(opened.locator("#calc-results")).not_to_have_attribute("aria-busy", "true")
     expect(opened.locator('[name="layers"]')).to_have_value("48")
     expect(opened).to_have_url(re.compile(r"model=qwen2\.5-14b&params=14\.77"))

@@ -249,11 +249,10 @@ def test_speed_constants_come_from_the_build_json_only():
     assert numbers == {"0", "1", "2", "4", "0.5", "1e9", "1e12"}
 
 
-def test_the_page_loads_both_engines_before_the_calculator(built_site):
+def test_the_page_loads_the_speed_engine_before_the_calculator(built_site):
     html = (built_site / "fr/calculateur/index.html").read_text()
-    src = {name: f'src="/{published(built_site, name).relative_to(built_site)}"' for name in ("training.js", "speed.js", "calculator.js")}
-    assert html.index(src["training.js"]) < html.index(src["calculator.js"])
-    assert html.index(src["speed.js"]) < html.index(src["calculator.js"])
+    src = {name: f'src="/{published(built_site, name).relative_to(built_site)}"' for name in ("speed.js", "calculator.js")}
+    assert html.index(src["speed.js"]) < html.index(src["calculator.js"])  # training.js: test_calculator_training.py
 
 
 def test_a_pasted_mla_config_shows_the_python_speed_and_keeps_it_in_its_link(calculator: Page):

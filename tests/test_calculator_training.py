@@ -19,7 +19,7 @@ from gpumem.figures import calculator as compute_calculator
 from gpumem.figures import shared
 
 from .conftest import NOW, edit, options_for
-from .javascript import Scripts, fetch_presets
+from .javascript import Scripts, fetch_presets, load_training
 from .project import CATALOGS, REPO
 from .test_calculator import URLS, model_of
 
@@ -98,7 +98,10 @@ def python_run(raw: dict[str, str]) -> compute_calculator.Tuning:
 
 
 def javascript_runs(engine: Page | Scripts, states: list[dict[str, str]]) -> list[dict]:
-    """training.js's run of each state, in Chromium's page or in QuickJS."""
+    """training.js's run of each state, in Chromium's page (training.js loaded as a fine-tuning mode loads it) or in
+    QuickJS."""
+    if isinstance(engine, Page):
+        load_training(engine)
     return engine.evaluate(
         """states => {
             const data = JSON.parse(document.getElementById("calculator-data").textContent);

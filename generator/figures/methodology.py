@@ -31,11 +31,12 @@ class KvRow:
 
 @dataclass(frozen=True)
 class SupportRow:
-    """Where one engine runs one format (rules.yaml, support), with the engine's version and its source."""
+    """Where one engine runs formats (rules.yaml, support), with the engine's version and its source: the
+    formats that share a rule and its source share a row."""
 
     engine: str  # the engine's label and version, "vLLM 0.33.0"
     kind: str  # weights | kv
-    label: str  # the format's
+    label: str  # the formats', "GGUF Q8_0, GGUF Q6_K"
     reach: Reach
     source: Source
 
@@ -125,17 +126,23 @@ class MethodologyPage:
 
 
 def support_rows(catalog: Catalog, source_of: Callable[[str], Source]) -> tuple[SupportRow, ...]:
-    """The support table by engine, then weights before KV formats, in rules.yaml's order."""
+    """The support table by engine, then weights before KV formats, in rules.yaml's order; formats with the same
+    rule and source in one row, where the first of them stands."""
     table, deployment = catalog.rules.support, catalog.rules.deployment
     if table is None or deployment is None:
         return ()
-    rows = []
+    rows: dict[tuple[str, str, Reach], list[str]] = {}
+    first: dict[tuple[str, str, Reach], str] = {}
     for name, engine in table.engines.items():
         for kind, reaches, labels in (("weights", table.weights, deployment.weight_formats), ("kv", table.kv, deployment.kv_formats)):
             for fmt, reach in reaches.get(name, {}).items():
-                shown = f"{engine.label} {engine.version}"
-                rows.append(SupportRow(shown, kind, labels[fmt].label, reach, source_of(f"support.{kind}.{name}.{fmt}")))
-    return tuple(rows)
+                key = (f"{engine.label} {engine.version}", kind, reach)
+                rows.setdefault(key, []).append(labels[fmt].label)
+                first.setdefault(key, f"support.{kind}.{name}.{fmt}")
+    return tuple(
+        SupportRow(shown, kind, ", ".join(names), reach, source_of(first[shown, kind, reach]))
+        for (shown, kind, reach), names in rows.items()
+    )
 
 
 def methodology_page(catalog: Catalog, measured: tuple[Row, ...], summary: tuple[Summary, ...]) -> MethodologyPage:
@@ -156,7 +163,8 @@ def methodology_page(catalog: Catalog, measured: tuple[Row, ...], summary: tuple
         precisions=tuple(rules.precisions.items()),
         kv_precisions=tuple(rules.kv_precisions.items()),
         cards=cards,
-        sources=tuple(source(block, text, rules.references) for block, text in sources.items()),
+        # The support table cites its own rules beside them (support_rows): not a second time here.
+        sources=tuple(source(block, text, rules.references) for block, text in sources.items() if not block.startswith("support.")),
         checks=checks,
         summary=summary,
     )

@@ -1,5 +1,6 @@
-// GPU-memory calculator: serving as generator/deployment.py and sizing.py, fine-tuning as training.py (training.js),
-// a config.json counted as hf_config.py; every constant comes from the build's JSON.
+// GPU-memory calculator: serving as generator/deployment.py and sizing.py, fine-tuning as training.py (training.js,
+// loaded when a reader picks a fine-tuning mode), a config.json counted as hf_config.py (config.js, loaded when a reader
+// pastes one); every constant comes from the build's JSON.
 (function () {
   "use strict";
 
@@ -9,7 +10,6 @@
     "zero", "offload", "fp32_unquantized"];
   var LORA = ["lora_rank", "lora_targets"], QLORA = ["fp32_unquantized"];
   var FIELDS = ["model"].concat(ARCH, ["mode", "weights", "kv", "gpus", "batch", "context", "prompt", "output", "sort"], TRAINING);
-  var engine = window.gpumemTraining, weightsBytes = engine.weightsBytes;
   var FULL = { kind: "full", window: 0, slidingLayers: 0, latent: 0 };  // full attention: every layer caches every token
   var PARTS = ["weights", "kv_cache", "gradients", "optimizer", "overhead", "activations", "dequantized"];  // their index is their colour class
   var SIZES = ["hidden", "vocab", "intermediate", "gpus"];  // read by both engines, unlike the old rule of thumb
@@ -44,6 +44,32 @@
     var small = Math.min(full, sliding), large = Math.max(full, sliding);
     var group = large < data.deployment.hybridGroupRatio * small ? large : small;
     return [Math.ceil(full / group) * group, Math.ceil(sliding / group) * group];
+  }
+
+  function embeddingParams(arch) {
+    return arch.vocab * arch.hidden * (arch.tied ? 1 : 2);
+  }
+
+  function expertParams(data, arch, padTo) {
+    var experts = arch.experts;
+    if (!experts) return 0;
+    var width = experts.intermediate;
+    if (padTo) width = Math.ceil(width / padTo) * padTo;
+    var moeLayers = arch.layers - experts.denseLayers;
+    return moeLayers * experts.count * data.counting.gatedMatrices * arch.hidden * width;
+  }
+
+  // deployment.weights_bytes: the whole model's weights as a format stores them.
+  function weightsBytes(data, s, fmt) {
+    var dep = data.deployment, params = s.params * 1e9;
+    if (fmt.scope === "all") return params * fmt.bits / dep.bitsPerByte;
+    if (fmt.scope === "experts") {
+      var quantized = expertParams(data, s.arch, fmt.padTo);
+      var rest = params - expertParams(data, s.arch, 0);
+      return quantized * fmt.bits / dep.bitsPerByte + rest * dep.sixteenBitBytes;
+    }
+    var kept = embeddingParams(s.arch) + s.vision * 1e9;
+    return (params - kept) * fmt.bits / dep.bitsPerByte + kept * dep.sixteenBitBytes;
   }
 
   function runtimeBytes(data, arch, fmt, gpus, batch) {
@@ -94,9 +120,33 @@
     return need;
   }
 
+  // A GPU on offer: its row of data.gpus with the names of data.gpuFields (the keys are written once), or null.
+  function gpuOf(data, id) {
+    var row = has(data.gpus, id) ? data.gpus[id] : null, gpu = {};
+    if (!row) return null;
+    data.gpuFields.forEach(function (name, i) { if (i < row.length) gpu[name] = row[i]; });
+    return gpu;
+  }
+
+  // sizing.offered_configurations: n GPUs of one kind for each n of `counts` some machine holds, at n x its lowest
+  // price; `card`: the bytes each card holds.
+  function offered(data, counts) {
+    var found = [];
+    Object.keys(data.machines).forEach(function (id) {
+      var gpu = gpuOf(data, id);
+      counts.forEach(function (n) {
+        var prices = data.machines[id].filter(function (m) { return m[0] >= n; }).map(function (m) { return m[1]; });
+        if (prices.length && gpu) {
+          found.push({ gpu: id, name: gpu.name, count: n, price: n * Math.min.apply(null, prices), card: gpu.runtimeBytes });
+        }
+      });
+    });
+    return found;
+  }
+
   // Mirrors engines/support.py: why an engine cannot run a format on a GPU (null: it can, or no table or capability).
   function refusal(data, engineName, kind, name, gpuId) {
-    var gpu = window.gpumemTraining.gpuOf(data, gpuId), has = gpu && data.support ? gpu.capability : "";
+    var gpu = gpuOf(data, gpuId), has = gpu && data.support ? gpu.capability : "";
     var reach = has ? get(get(data.support[kind], engineName, {}), name, null) : undefined;
     if (reach === undefined) return null;
     var parts = reach === null ? [""] : reach.split(" "), needs = parts[0];
@@ -123,7 +173,7 @@
   // `refused`, support.left_out: each GPU on offer no engine runs the formats on, once.
   function deploymentFits(data, s, asked, kv, refused) {
     var dep = data.deployment, found = [];
-    engine.offered(data, data.gpuCounts).forEach(function (c) {
+    offered(data, data.gpuCounts).forEach(function (c) {
       var use = served(data, s.weights, kv.name, c.gpu), fmt = data.weightFormats[use.weights];
       if (!use.runs && !refused.some(function (r) { return r.gpu === c.gpu; })) refused.push(Object.assign({ name: c.name }, use.refusal));
       if (!use.runs || (fmt.runtime === "vllm" && !validTensorParallel(s.arch, c.count))) return;
@@ -250,7 +300,8 @@
       if (values.experts_active > values.experts) errors.experts_active = ["atMost", values.experts];
     }
     if (["0", "1"].indexOf(raw.tied) < 0) errors.tied = ["choice"];
-    var tuning = MODES.indexOf(raw.mode) > 0 ? checkTraining(data, raw, errors, values) : null;
+    // training.js: loaded before the page validates a fine-tuning mode
+    var tuning = MODES.indexOf(raw.mode) > 0 ? window.gpumemTraining.settings(data, raw, errors, values) : null;
     if (values.heads && values.kv_heads && values.heads % values.kv_heads !== 0) errors.kv_heads = ["divide", values.heads];
     if (MODES.indexOf(raw.mode) < 0) errors.mode = ["choice"];
     if (serving && data.sorts.indexOf(raw.sort) < 0) errors.sort = ["choice"];
@@ -286,30 +337,14 @@
       active: preset && preset.active || null, prompt: values.prompt, output: values.output, sort: raw.sort,
       estimated: filled.estimated };
     if (tuning && !Object.keys(errors).length) {
-      tuning.gpus = values.gpus;
-      tuning.targets = tuning.method === "full" ? [] : engine.targetsOf(data, tuning.targetPreset, arch);
-      var declined = engine.check(data, state, tuning);  // training.check: a run no trainer would start
+      var declined = window.gpumemTraining.check(data, state, tuning);  // training.check: a run no trainer would start
       if (declined) errors[declined[0]] = [declined[1], declined[2]];
     }
     if (Object.keys(errors).length) return { errors: errors };
     return { state: state };
   }
 
-  // The fine-tuning fields checked into the training engine's settings (gpumem estimate's flags).
-  function checkTraining(data, raw, errors, values) {
-    var lora = raw.mode !== "full";
-    ["seq", "micro_batch"].concat(lora ? ["lora_rank"] : []).forEach(function (field) {
-      checkNumber(data, raw, field, errors, values, false);
-    });
-    var choices = trainingChoices(data, raw.mode);
-    Object.keys(choices).forEach(function (field) { if (choices[field].indexOf(raw[field]) < 0) errors[field] = ["choice"]; });
-    return { method: raw.mode, seq: values.seq, microBatch: values.micro_batch, checkpointing: raw.checkpointing,
-      flash: raw.flash_attention === SWITCHES[0], optimizer: raw.optimizer, precision: raw.precision, rank: lora ? values.lora_rank : 0,
-      targetPreset: raw.lora_targets, zero: Number(raw.zero), offload: raw.offload === SWITCHES[0],
-      fp32Unquantized: raw.mode === "qlora" && raw.fp32_unquantized === SWITCHES[0] };
-  }
-
-  // The fine-tuning fields that are choices, and their values, in a training mode.
+  // The fine-tuning fields that are choices, and their values, in a training mode (readLink's, and training.js's).
   function trainingChoices(data, mode) {
     var tr = data.training;
     var choices = { checkpointing: tr.checkpointing, flash_attention: SWITCHES, optimizer: Object.keys(tr.optimizers),
@@ -651,6 +686,7 @@
       root.querySelector("#calc-training").hidden = MODES.indexOf(raw.mode) < 1;
       if (blocked && blocked.id !== raw.model) unblock();  // the reader chose another model meanwhile
       if (blocked) return say(blocked.message);
+      if (MODES.indexOf(raw.mode) > 0 && !window.gpumemTraining) return say(training());
       history.replaceState(null, "", "?" + toQuery(raw, pasted));
       root.querySelector("#calc-link").value = location.href;
       var checked = validate(data, raw, pasted);
@@ -717,6 +753,23 @@
         blocked = { id: id, message: fill(text.failed, { model: nameOf(id) }) };
         render();
       });
+    }
+
+    // training.js, loaded when a fine-tuning mode is first shown: what the result says meanwhile, or after a failed load
+    // until the reader chooses the mode again (changed() then forgets the failure, and this asks again).
+    var tuning = null;
+    function training() {
+      if (!tuning) {
+        tuning = text.trainingLoading;
+        var done = function (failed) {
+          tuning = failed ? text.trainingFailed : null;
+          if (!blocked) results.removeAttribute("aria-busy");
+          render();
+        };
+        loadScript("data-training").then(function () { done(false); }, function () { done(true); });
+      }
+      if (tuning === text.trainingLoading) results.setAttribute("aria-busy", "true");
+      return tuning;
     }
 
     function applyPreset(id) {
@@ -796,15 +849,21 @@
 
     function powerLaw(rule) { return coefficient.format(rule[0]) + " × P^" + coefficient.format(rule[1]); }
 
+    // Either mode's total over its GPUs, and the summary's first line: the bytes per GPU.
+    function renderTotal(s, perGpu, total, summary) {
+      var all = perGpu * s.gpus / 1e9;
+      total.textContent = gb(all);
+      total.setAttribute("data-value", String(all));
+      var first = element("li", fill(text.perGpu, { count: number.format(s.gpus) }) + " ");
+      first.appendChild(result("strong", "per-gpu-gb", perGpu / 1e9));
+      summary.appendChild(first);
+    }
+
     function renderServe(s, total, summary) {
       var need = serve(data, s);
-      total.textContent = gb(need.total);
-      total.setAttribute("data-value", String(need.total));
-      var first = element("li", fill(text.perGpu, { count: number.format(s.gpus) }) + " ");
-      first.appendChild(result("strong", "per-gpu-gb", need.perGpu / 1e9));
+      renderTotal(s, need.perGpu, total, summary);
       var second = element("li", text.wholeWeights + " ");
       second.appendChild(result("span", "weights-gb", need.weights / 1e9));
-      summary.appendChild(first);
       summary.appendChild(second);
       renderParts([["weights", "weights-per-gpu-gb", need.weightsPerGpu], ["kv_cache", "kv-gb", need.kv],
         ["overhead", "runtime-gb", need.runtime + need.graph]], need.perGpu / 1e9);
@@ -851,16 +910,9 @@
 
     // Fine-tuning: the run's parts per GPU (training.js) and the configurations of that many GPUs that hold it.
     function renderTraining(s, total, summary) {
-      var run = engine.train(data, s, s.training), all = run.perGpu * s.gpus / 1e9;
-      total.textContent = gb(all);
-      total.setAttribute("data-value", String(all));
-      var first = element("li", fill(text.perGpu, { count: number.format(s.gpus) }) + " ");
-      first.appendChild(result("strong", "per-gpu-gb", run.perGpu / 1e9));
-      summary.appendChild(first);
-      var parts = [["weights", "weights-per-gpu-gb", run.weights], ["gradients", "gradients-gb", run.gradients],
-        ["optimizer", "optimizer-gb", run.optimizer], ["activations", "activations-gb", run.activations],
-        ["dequantized", "dequantized-gb", run.dequantized], ["overhead", "runtime-gb", run.runtime]];
-      renderParts(parts.filter(function (p) { return p[2] || p[0] !== "dequantized"; }), run.perGpu / 1e9, { overhead: "cuda" });
+      var run = window.gpumemTraining.train(data, s, s.training);
+      renderTotal(s, run.perGpu, total, summary);
+      renderParts(run.parts, run.perGpu / 1e9, { overhead: "cuda" });
       renderList(run.fits, function (c) {
         return fill(text.trainOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price), memory: gb(c.card / 1e9) });
       }, text.trainRules);
@@ -943,18 +995,19 @@
       more.textContent = fill(text.more, { count: number.format(items.length) });
     }
 
-    // config.js (the counting of a config.json), loaded once when a reader first pastes: a promise, asked again after
-    // a failed load.
-    var counting = null;
-    function loadCounting() {
-      counting = counting || new Promise(function (resolve, reject) {
+    // A script the page names in an attribute (data-config: config.js, the counting of a config.json, when a reader
+    // first pastes; data-training: training.js, when a fine-tuning mode is first chosen), loaded once: a promise per
+    // script, asked again after a failed load.
+    var scripts = {};
+    function loadScript(attribute) {
+      scripts[attribute] = scripts[attribute] || new Promise(function (resolve, reject) {
         var script = document.createElement("script");
-        script.src = root.getAttribute("data-config");
+        script.src = root.getAttribute(attribute);
         script.onload = resolve;
-        script.onerror = function () { counting = null; script.remove(); reject(); };
+        script.onerror = function () { delete scripts[attribute]; script.remove(); reject(); };
         document.head.appendChild(script);
       });
-      return counting;
+      return scripts[attribute];
     }
 
     // A pasted config.json fills the fields (what they cannot say is kept aside); render shows its error.
@@ -967,7 +1020,7 @@
           pasteError = null;
           results.setAttribute("aria-busy", "true");
           var done = function () { results.removeAttribute("aria-busy"); render(); };
-          return loadCounting().then(function () { paste(); done(); }, function () { pasteError = ["configFailed", {}]; done(); });
+          return loadScript("data-config").then(function () { paste(); done(); }, function () { pasteError = ["configFailed", {}]; done(); });
         }
         if (!error) {
           var counted = window.gpumemConfig.countConfig(data, parsed);
@@ -1002,6 +1055,7 @@
         field("model").value = "custom";
       } else if (name === "mode" && MODES.indexOf(field("mode").value) > 0) {
         field("precision").value = precisionOf(data, field("mode").value);
+        if (tuning === text.trainingFailed) tuning = null;  // chosen again: asked again
       }
       render();
     }
@@ -1040,7 +1094,8 @@
     estimatedFields: estimatedFields,
     extraOf: extraOf, errorText: errorText,
     isDict: isDict, has: has, get: get, shown: shown, full: FULL,
-    weightsBytes: weightsBytes, expertParams: engine.expertParams, kvCache: kvCache, byName: byName, remember: remember,
+    weightsBytes: weightsBytes, expertParams: expertParams, embeddingParams: embeddingParams, gpuOf: gpuOf, offered: offered,
+    checkNumber: checkNumber, trainingChoices: trainingChoices, switches: SWITCHES, kvCache: kvCache, byName: byName, remember: remember,
     loadPreset: loadPreset };
   var root = document.getElementById("calculator");
   if (root) start(root);

@@ -96,7 +96,7 @@
   // speed.speed: a state's model on `gpus` x the GPU gpuId serving s.batch requests of s.prompt + s.output tokens.
   function speed(data, s, gpuId, gpus, price) {
     var fmt = data.weightFormats[s.weights], kv = memory().byName(data.kvFormats, s.kv);
-    var gpu = window.gpumemTraining.gpuOf(data, gpuId);
+    var gpu = memory().gpuOf(data, gpuId);
     var runtime = fmt.runtime, context = s.prompt + s.output / 2;
     var step = decodeStep(data, s, fmt, kv, gpu, gpus, s.batch, context, runtime);
     var prefill = prefillS(data, s, fmt, gpu, gpus, s.prompt, runtime);

@@ -1,34 +1,12 @@
 // The training engine, generator/training.py operation for operation: a fine-tuning run's peak bytes per GPU
 // by part, and the configurations whose cards hold it (compute_training.holding). Every constant comes from the
-// build's JSON (data.training, data.deployment, data.weightFormats); the serving engine's weight bytes too.
+// build's JSON (data.training, data.deployment, data.weightFormats); and the checks of the fine-tuning fields.
+// calculator.js loads it when a reader or a link picks a fine-tuning mode; what it shares with serving (weight bytes,
+// the configurations on offer, a number field's check) is calculator.js's, on window.gpumemCalculator.
 (function () {
   "use strict";
 
-  function embeddingParams(arch) {
-    return arch.vocab * arch.hidden * (arch.tied ? 1 : 2);
-  }
-
-  function expertParams(data, arch, padTo) {
-    var experts = arch.experts;
-    if (!experts) return 0;
-    var width = experts.intermediate;
-    if (padTo) width = Math.ceil(width / padTo) * padTo;
-    var moeLayers = arch.layers - experts.denseLayers;
-    return moeLayers * experts.count * data.counting.gatedMatrices * arch.hidden * width;
-  }
-
-  // deployment.weights_bytes: the whole model's weights as a format stores them.
-  function weightsBytes(data, s, fmt) {
-    var dep = data.deployment, params = s.params * 1e9;
-    if (fmt.scope === "all") return params * fmt.bits / dep.bitsPerByte;
-    if (fmt.scope === "experts") {
-      var quantized = expertParams(data, s.arch, fmt.padTo);
-      var rest = params - expertParams(data, s.arch, 0);
-      return quantized * fmt.bits / dep.bitsPerByte + rest * dep.sixteenBitBytes;
-    }
-    var kept = embeddingParams(s.arch) + s.vision * 1e9;
-    return (params - kept) * fmt.bits / dep.bitsPerByte + kept * dep.sixteenBitBytes;
-  }
+  var calc = window.gpumemCalculator, weightsBytes = calc.weightsBytes, embeddingParams = calc.embeddingParams;
 
   // training.targets_of: a preset's modules, the routed experts only where there are some.
   function targetsOf(data, preset, arch) {
@@ -75,8 +53,26 @@
     return sum(linear, function (m) { return (m[0] + m[1]) * m[2]; }) + tables + Math.max(vectors, 0);
   }
 
-  // training.check, for the settings a form can get wrong: [field, message key, values], or null.
+  // The fine-tuning fields checked into the training engine's settings (gpumem estimate's flags), as calculator.js's
+  // validate checks the others: errors into `errors`, the numbers into `values`.
+  function settings(data, raw, errors, values) {
+    var lora = raw.mode !== "full", on = calc.switches[0];
+    ["seq", "micro_batch"].concat(lora ? ["lora_rank"] : []).forEach(function (field) {
+      calc.checkNumber(data, raw, field, errors, values, false);
+    });
+    var choices = calc.trainingChoices(data, raw.mode);
+    Object.keys(choices).forEach(function (field) { if (choices[field].indexOf(raw[field]) < 0) errors[field] = ["choice"]; });
+    return { method: raw.mode, seq: values.seq, microBatch: values.micro_batch, checkpointing: raw.checkpointing,
+      flash: raw.flash_attention === on, optimizer: raw.optimizer, precision: raw.precision, rank: lora ? values.lora_rank : 0,
+      targetPreset: raw.lora_targets, zero: Number(raw.zero), offload: raw.offload === on,
+      fp32Unquantized: raw.mode === "qlora" && raw.fp32_unquantized === on };
+  }
+
+  // The settings completed with the model's (its GPUs, the modules the targets name), then training.check, for the
+  // settings a form can get wrong: [field, message key, values], or null.
   function check(data, s, t) {
+    t.gpus = s.gpus;
+    t.targets = t.method === "full" ? [] : targetsOf(data, t.targetPreset, s.arch);
     var precision = data.training.precisions[t.precision], optimizer = data.training.optimizers[t.optimizer];
     if (t.zero && t.gpus === 1) return ["zero", "zeroOneGpu", { stage: t.zero }];
     if (t.method === "full") return null;
@@ -142,46 +138,26 @@
     return run;
   }
 
-  // A GPU on offer: its row of data.gpus with the names of data.gpuFields (the keys are written once), or null.
-  function gpuOf(data, id) {
-    var row = Object.prototype.hasOwnProperty.call(data.gpus, id) ? data.gpus[id] : null, gpu = {};
-    if (!row) return null;
-    data.gpuFields.forEach(function (name, i) { if (i < row.length) gpu[name] = row[i]; });
-    return gpu;
-  }
-
-  // sizing.offered_configurations: n GPUs of one kind for each n of `counts` some machine holds, at n x its lowest
-  // price; `card`: the bytes each card holds.
-  function offered(data, counts) {
-    var found = [];
-    Object.keys(data.machines).forEach(function (id) {
-      var gpu = gpuOf(data, id);
-      counts.forEach(function (n) {
-        var prices = data.machines[id].filter(function (m) { return m[0] >= n; }).map(function (m) { return m[1]; });
-        if (prices.length && gpu) {
-          found.push({ gpu: id, name: gpu.name, count: n, price: n * Math.min.apply(null, prices), card: gpu.runtimeBytes });
-        }
-      });
-    });
-    return found;
-  }
-
   // The configurations of t.gpus GPUs, then compute_training.holding: those whose cards hold the footprint,
   // cheapest first, each tight (compute_training.is_tight) when it leaves less than comfortableFree of the card.
   function fits(data, footprint, gpus) {
     var free = data.training.comfortableFree;
-    var found = offered(data, [gpus]).filter(function (c) { return footprint <= c.card; });
+    var found = calc.offered(data, [gpus]).filter(function (c) { return footprint <= c.card; });
     found.forEach(function (c) { c.tight = c.card - footprint < free * c.card; });
     return found.sort(function (x, y) { return x.price - y.price || (x.gpu < y.gpu ? -1 : x.gpu > y.gpu ? 1 : 0); });
   }
 
-  // The run for a calculator state whose settings check() passed: the parts per GPU and the fits.
+  // The run for a calculator state whose settings check() passed: the parts per GPU, as the page lists them
+  // ([part, data-result, bytes]; QLoRA's dequantized copies only where there are some), and the fits.
   function train(data, s, t) {
     var run = need(data, s, t);
+    run.parts = [["weights", "weights-per-gpu-gb", run.weights], ["gradients", "gradients-gb", run.gradients],
+      ["optimizer", "optimizer-gb", run.optimizer], ["activations", "activations-gb", run.activations],
+      ["dequantized", "dequantized-gb", run.dequantized], ["overhead", "runtime-gb", run.runtime]]
+      .filter(function (p) { return p[2] || p[0] !== "dequantized"; });
     run.fits = fits(data, run.footprint, t.gpus);
     return run;
   }
 
-  window.gpumemTraining = { train: train, check: check, offered: offered, gpuOf: gpuOf, targetsOf: targetsOf,
-    weightsBytes: weightsBytes, expertParams: expertParams };
+  window.gpumemTraining = { settings: settings, check: check, train: train };
 })();
