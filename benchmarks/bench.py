@@ -61,6 +61,7 @@ BUDGETS = {
     "page with its CSS and JS, largest (KB)": 40.0,
     "calculator page with its JS and data (KB)": 100.0,
     "methodology page with its CSS (KB)": 100.0,
+    "sources page with its CSS (KB)": 100.0,
     "calculator JS and data (KB)": 60.0,
     "calculator page with its JS and data, catalog x70 (KB)": 100.0,
     "calculator JS and data, catalog x70 (KB)": 60.0,
@@ -321,9 +322,10 @@ def page_weights(site: Path, results: dict[str, float], browser: bool) -> None:
         cells = "".join(f" {b:>7}/{g:<6}" for b, g in parts.values())
         print(f"  {kind:28}{cells}")
     plain = {kind: parts["total"][0] for kind, parts in table.items()}
-    reference = ("calculator", "methodology")
+    reference = ("calculator", "methodology", "sources")
     results["page with its CSS and JS, largest (KB)"] = max(v for k, v in plain.items() if not k.startswith(reference)) / KB
     results["methodology page with its CSS (KB)"] = plain[next(k for k in plain if k.startswith("methodology"))] / KB
+    results["sources page with its CSS (KB)"] = plain[next(k for k in plain if k.startswith("sources"))] / KB
     results["calculator page with its JS and data (KB)"] = plain[next(k for k in plain if k.startswith("calculator"))] / KB
     calculator = table[next(k for k in table if k.startswith("calculator"))]
     results["calculator JS and data (KB)"] = (calculator["JS"][0] + calculator["JSON (inline)"][0]) / KB

@@ -101,7 +101,7 @@ def test_content_holds_words_not_logic(path: Path, shipped_ids: re.Pattern[str])
 
 
 def test_every_language_has_every_page():
-    assert len(FILES) == 50
+    assert len(FILES) == 55
 
 
 @pytest.mark.parametrize(
@@ -152,7 +152,7 @@ def build_with_snapshot(root: Path, text: str) -> dict[str, str]:
     collapsed (no-break spaces kept), by path."""
     (root / "catalogs/prices" / SNAPSHOT).write_text(text)
     result = build(options_for(root), now=NOW)
-    assert result.pages == 337
+    assert result.pages == 342
     return {str(p.relative_to(root / "site")): re.sub(r"[ \n]+", " ", p.read_text()) for p in (root / "site").rglob("index.html")}
 
 

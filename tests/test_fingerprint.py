@@ -147,8 +147,8 @@ def test_in_the_preview_a_translation_edit_renders_its_language_alone(project, p
     rendered = rendered_pages(monkeypatch)
     edit(project / "translations/pt/LC_MESSAGES/messages.po", 'msgstr "Pular para o conteúdo"', 'msgstr "Ir para o conteúdo"')
     result = build(project_options(project, out=folder), now=NOW, session=session)
-    assert len(rendered) == 66 and all(output.startswith("pt/") for output in rendered)
-    assert result.rendered == 66 + 3  # and its 404 page, and the language choice and the 404 page at the top, which show every language
+    assert len(rendered) == 67 and all(output.startswith("pt/") for output in rendered)
+    assert result.rendered == 67 + 3  # and its 404 page, and the language choice and the 404 page at the top, which show every language
     assert computing == EVERYTHING  # the strings are compiled with the figures
     assert same_as_a_clean_build(project, folder)
 
@@ -160,7 +160,7 @@ def test_in_the_preview_nothing_changed_renders_nothing_and_a_price_renders_ever
     assert (rendered, quiet.rendered, quiet.summary.written, computing) == ([], 0, 0, [])
     edit(project / f"catalogs/prices/{SNAPSHOT}", "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 2.05,")
     result = build(project_options(project, out=folder), now=NOW, session=session)
-    assert (len(rendered), result.rendered, computing) == (330, 337, EVERYTHING)
+    assert (len(rendered), result.rendered, computing) == (335, 342, EVERYTHING)
     assert same_as_a_clean_build(project, folder)
 
 
@@ -224,7 +224,7 @@ def test_the_no_change_check_loads_no_template_engine(project):
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     summary, modules = done.stdout.splitlines()
-    assert summary.startswith("337 pages, 0 rendered; 0 files written, 379 unchanged, 0 removed in ") and modules == "[]"
+    assert summary.startswith("342 pages, 0 rendered; 0 files written, 384 unchanged, 0 removed in ") and modules == "[]"
 
 
 def test_an_old_snapshot_warns_on_every_rebuild_and_strict_refuses_it(project):
@@ -267,7 +267,7 @@ def test_force_renders_although_nothing_changed(project, monkeypatch):
     assert (calls, quiet.summary.written) == ([], 0)
     rendered = rendered_pages(monkeypatch)
     forced = build(project_options(project, force=True), now=NOW)
-    assert (calls, forced.summary.written, forced.summary.unchanged, len(rendered)) == ([1], 0, 379, 330)
+    assert (calls, forced.summary.written, forced.summary.unchanged, len(rendered)) == ([1], 0, 384, 335)
 
 
 def test_the_library_versions_are_those_importlib_metadata_reads():

@@ -264,7 +264,7 @@ def test_content_names_the_marketplace_only_through_its_placeholder():
 
     site = gather(fixture_options(), now=NOW).site
     pages = sorted((REPO / "content").glob("*/*.md"))
-    assert len(pages) == 50
+    assert len(pages) == 55
     assert [page for page in pages if site.marketplace.name in page.read_text()] == []
     named = [page for page in pages if "{{ marketplace.name }}" in page.read_text()]
     assert sorted({page.stem for page in named}) == ["guide-inference", "guide-memory", "guide-vram", "home", "prices"]

@@ -16,6 +16,7 @@ SITE = Site(
         "calculator": {"es": "calculadora", "en": "calculator"},
         "prices": {"es": "precios", "en": "prices"},
         "methodology": {"es": "metodologia", "en": "methodology"},
+        "sources": {"es": "metodologia/fuentes", "en": "methodology/sources"},
         "guide-finetune": {"es": "guias/mejor-gpu-fine-tuning-llama-70b", "en": "guides/best-gpu-fine-tune-llama-70b"},
         "guide-api": {"es": "guias/llm-local-vs-api", "en": "guides/self-hosting-vs-api"},
         "guide-inference": {"es": "guias/mejor-gpu-inferencia-llm", "en": "guides/best-gpu-llm-inference"},
@@ -31,7 +32,7 @@ SUBJECTS = {"models": ["llama-3.1-70b", "phi-4"], "gpus": ["h100-sxm"]}
 
 def test_every_kind_and_subject_in_every_language():
     pages = plan_pages(SITE, SUBJECTS)
-    assert len(pages) == 2 * (12 + 2 + 1)
+    assert len(pages) == 2 * (13 + 2 + 1)
     assert [p.url for p in pages if p.key == "model"] == [
         "es/modelos/llama-3.1-70b/",
         "en/models/llama-3.1-70b/",
@@ -59,6 +60,7 @@ def test_every_kind_and_subject_in_every_language():
         False,
         True,
         True,
+        False,
         False,
         True,
         True,
@@ -123,6 +125,7 @@ def test_index_pages_take_the_route_of_their_kind_without_a_subject():
         "calculator",
         "prices",
         "methodology",
+        "sources",
         "guide-finetune",
         "guide-api",
         "guide-inference",

@@ -226,6 +226,11 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
                 ("pt", "metodologia"),
                 ("fr", "methodologie"),
                 ("de", "methodik"),
+                ("es", "metodologia/fuentes"),
+                ("en", "methodology/sources"),
+                ("pt", "metodologia/fontes"),
+                ("fr", "methodologie/sources"),
+                ("de", "methodik/quellen"),
             ]
         ]
     )

@@ -17,7 +17,7 @@ from gpumem.errors import BuildError
 
 from .conftest import NOW, options_for
 from .project import CATALOGS, REPO
-from .test_methodology import PAGES, links, page
+from .test_methodology import PAGES, links, page, quoted_blocks, sources_page
 
 URL = re.compile(r"https?://[^\s)\"]+[^\s).,;:\"]")
 ARXIV = re.compile(r"arXiv:(\d{4}\.\d{4,5})")
@@ -56,15 +56,15 @@ def cited(text: str) -> set[str]:
     return {match.group() for match in URL.finditer(text)} | {f"https://arxiv.org/abs/{n}" for n in ARXIV.findall(text)}
 
 
-def test_every_address_of_rules_yaml_is_linked_on_the_methodology_page_of_every_language(built_site):
+def test_every_address_of_rules_yaml_is_linked_on_the_methodology_or_sources_page_of_every_language(built_site):
     found = yaml.safe_load((CATALOGS / "rules.yaml").read_text())
     addresses = set().union(*(cited(text) for text in strings(found)))
     assert set(PAPERS.values()) <= addresses and len(addresses) >= 25
     sources = load_catalog(CATALOGS, now=NOW).rules.sources
     for lang in PAGES:
-        text = page(built_site, lang)
-        assert addresses - set(links(text).hrefs) == set(), lang
-        for block, source in sources.items():  # every block's source quoted whole, in every language
+        text = sources_page(built_site, lang)
+        assert addresses - set(links(text).hrefs) - set(links(page(built_site, lang)).hrefs) == set(), lang
+        for block, source in quoted_blocks(sources).items():  # every block's source quoted whole, in every language
             quoted = re.search(rf'<th scope="row"><code>{re.escape(block)}</code></th><td><q lang="en">(.*?)</q></td>', text)
             assert quoted is not None, (lang, block)
             assert html.unescape(re.sub(r"<[^>]+>", "", quoted.group(1))) == " ".join(source.split()), (lang, block)

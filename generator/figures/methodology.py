@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpumem.catalog.links import Source, source
+from gpumem.engines import architecture
+from gpumem.engines.architecture import LeftOut, ShapeRule
 from gpumem.engines.deployment import GIB
 from gpumem.figures.measured import BOUNDS, Row, Summary
 from gpumem.records.catalog import Catalog, Gpu
@@ -103,6 +105,13 @@ class MethodologyPage:
     llamacpp_copies: int = 0
     in_flight_batches: int = 0
     engines: tuple[EnginePin, ...] = ()  # the pinned engine versions (rules.yaml, engines)
+    estimate: ShapeRule | None = None  # a parameter count's architecture (engines/architecture.py), fitted on the catalog
+    estimate_errors: tuple[LeftOut, ...] = ()  # its error on each architecture left out of the fit
+
+    @property
+    def estimate_error(self) -> dict[str, LeftOut]:
+        """The left-out error by field: layers, hidden and kv_per_token."""
+        return {error.field: error for error in self.estimate_errors}
 
     @property
     def enforced_count(self) -> int:
@@ -167,6 +176,8 @@ def methodology_page(catalog: Catalog, measured: tuple[Row, ...], summary: tuple
         sources=tuple(source(block, text, rules.references) for block, text in sources.items() if not block.startswith("support.")),
         checks=checks,
         summary=summary,
+        estimate=architecture.catalog_rule(catalog.models),
+        estimate_errors=architecture.left_out_errors(architecture.dense_shapes(catalog.models)),
     )
     if deployment is None:
         return MethodologyPage(weight_formats=(), kv_formats=(), large_card_exceptions=(), has_deployment=False, **common)

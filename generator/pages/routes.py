@@ -29,6 +29,7 @@ KINDS = {
     "calculator": Kind("calculator.html"),
     "prices": Kind("prices.html"),
     "methodology": Kind("methodology.html", prices=False),
+    "sources": Kind("methodology.html", prices=False),
     "guide-finetune": Kind("guide-finetune.html"),
     "guide-api": Kind("guide-api.html"),
     "guide-inference": Kind("guide-inference.html"),
