@@ -681,9 +681,9 @@
       results.removeAttribute("aria-busy");
     }
 
-    // Fetches a model's preset (or, for "custom", config.js: a link's extra=), saying so meanwhile (text[words] and
-    // text[words + "Failed"]: words "loading", or "extra"'s extraLoading), then `then()` and a new result, unless the
-    // reader chose another model.
+    // Fetches a model's preset (or waits for `loading`: config.js for a link's extra=, id "custom"), saying so meanwhile
+    // and on failure (text.loading, text.failed; with words "extra", text.extraLoading, text.extraFailed), then `then()`
+    // and a new result, unless the reader chose another model.
     function load(id, then, loading, words) {
       var says = function (key) { blocked = { id: id, message: fill(text[key], { model: nameOf(id) }) }; };
       says(words ? words + "Loading" : "loading");
