@@ -5,7 +5,8 @@ At load time the scripts touch only `window` (they publish gpumemTraining, gpume
 and `document.getElementById("calculator")`, which is null here, so calculator.js starts no form. The stub below
 gives them that, and the page's #calculator-data, so a test's JavaScript reads the build's JSON as it does in
 Chromium: the same snippets run in both (see evaluate). QuickJS has no fetch: every preset file the build published
-is handed to the script as a fetch would (gpumemCalculator.remember). Hand-written: it is a dozen lines over the
+is handed to the script as a fetch would (gpumemCalculator.remember), and so is the counting data config.js reads
+(gpumemConfig.know). Hand-written: it is a dozen lines over the
 quickjs package.
 """
 
@@ -49,6 +50,18 @@ def calculator_data(site: Path) -> str:
     return found.group(1)  # a script element's text is not HTML-decoded
 
 
+def counting_file(site: Path) -> Path:
+    """What config.js reads beyond the page's data, as a build published it: assets/config-data.<digest>.json."""
+    found = sorted((site / "assets").glob("config-data.*.json"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def config_words(site: Path, lang: str) -> Path:
+    """The messages only config.js shows, in one language, as a build published them: assets/config-data.<digest>/<lang>.json."""
+    return counting_file(site).with_suffix("") / f"{lang}.json"
+
+
 def preset_folder(site: Path) -> Path:
     """The folder of preset files a build published: assets/presets.<digest>/."""
     found = [path for path in (site / "assets").glob("presets.*") if path.is_dir()]
@@ -67,6 +80,7 @@ class Scripts:
             self.context.eval(published(site, name).read_text())
         for path in sorted(preset_folder(site).iterdir()):
             self.context.eval(f"window.gpumemCalculator.remember({path.read_text()})")
+        self.context.eval(f"window.gpumemConfig.know({counting_file(site).read_text()})")  # fetched with config.js
 
     def evaluate(self, function: str, argument: Any = None) -> Any:
         """Call a JavaScript function's source with argument, as Playwright's page.evaluate does; the result

@@ -19,7 +19,7 @@ from gpumem.options import project_options
 from gpumem.pages.assets import Assets, folder_digest, headers, minify_css, minify_script, publish, published_name
 
 from .conftest import NOW, edit, line_of
-from .javascript import preset_folder
+from .javascript import counting_file, preset_folder
 from .project import REPO, copy_project, published
 
 
@@ -200,15 +200,25 @@ def test_the_built_site_has_its_headers_and_links_only_published_assets(built_si
     sources = sorted(path.name for path in (REPO / "templates/static").iterdir())
     assets = sorted(path.name for path in (built_site / "assets").iterdir())
     presets = preset_folder(built_site).name  # the calculator's presets (test_calculator_presets.py): a folder and its list
-    assert assets == sorted([*(published(built_site, name).name for name in sources), presets, f"{presets}.json"])
+    counting = counting_file(built_site).stem  # what config.js reads: its data, and a folder of messages per language
+    generated = [presets, f"{presets}.json", counting, f"{counting}.json"]
+    assert assets == sorted([*(published(built_site, name).name for name in sources), *generated])
+    assert sorted(path.name for path in (built_site / "assets" / counting).iterdir()) == [
+        "de.json",
+        "en.json",
+        "es.json",
+        "fr.json",
+        "pt.json",
+    ]
     linked, fetched = set(), set()
     for page in built_site.rglob("*.html"):
         linked.update(re.findall(r'(?:href|src)="/(assets/[^"]*)"', page.read_text()))
-        fetched.update(re.findall(r'data-(?:presets|config|training)="/(assets/[^"]*)"', page.read_text()))
+        fetched.update(re.findall(r'data-(?:presets|config|config-data|config-words|training)="/(assets/[^"]*)"', page.read_text()))
     config = str(published(built_site, "config.js").relative_to(built_site))  # loaded when a reader pastes a config.json
     training = str(published(built_site, "training.js").relative_to(built_site))  # when a reader picks a fine-tuning mode
-    assert linked == {f"assets/{name}" for name in assets if not name.startswith(presets)} - {config, training}
-    assert fetched == {f"assets/{presets}", config, training}
+    assert linked == {f"assets/{name}" for name in assets if not name.startswith((presets, counting))} - {config, training}
+    words = {f"assets/{counting}/{lang}.json" for lang in ("de", "en", "es", "fr", "pt")}
+    assert fetched == {f"assets/{presets}", config, f"assets/{counting}", training, *words}
 
 
 def test_the_built_scripts_and_styles_are_the_minified_sources(built_site: Path):

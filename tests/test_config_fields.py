@@ -20,7 +20,7 @@ from gpumem.catalog.validate import Invalid
 from gpumem.commands.estimate import Request, draft_entry, estimate
 from gpumem.errors import BuildError
 
-from .javascript import Scripts
+from .javascript import Scripts, config_words
 from .project import CATALOGS, REPO
 from .test_calculator import preset_numbers, raw_state
 
@@ -187,14 +187,17 @@ REFUSAL = """([configs, show]) => {
 
 
 def messages(scripts: Scripts, site: Path) -> None:
-    """The English page's #calculator-messages, as the page's script reads them, in the QuickJS context."""
+    """The English page's #calculator-messages, with those config.js brings, as the page's script reads them once it
+    loaded config.js, in the QuickJS context."""
     import re
 
     html = (site / "en/calculator/index.html").read_text()
     found = re.search(r'<script type="application/json" id="calculator-messages">(.*?)</script>', html, re.S)
     assert found is not None
     scripts.context.set("MESSAGES_TEXT", found.group(1))
-    scripts.context.eval("var MESSAGES = JSON.parse(MESSAGES_TEXT);")
+    scripts.context.set("WORDS_TEXT", config_words(site, "en").read_text())
+    scripts.context.eval("var MESSAGES = JSON.parse(MESSAGES_TEXT), WORDS = JSON.parse(WORDS_TEXT);")
+    scripts.context.eval("Object.assign(MESSAGES.errors, WORDS.errors); MESSAGES.shown = WORDS.shown;")
 
 
 def test_the_calculator_refuses_the_same_configs_in_the_same_words(scripts: Scripts, built_site: Path):
@@ -207,7 +210,7 @@ EXTRA = """([links, raw, show]) => {
     const page = JSON.parse(document.getElementById("calculator-data").textContent);
     const calc = window.gpumemCalculator;
     return links.map(link => {
-        const checked = calc.validate(page, raw, calc.extraOf(page, link));
+        const checked = calc.validate(page, raw, window.gpumemConfig.extraOf(page, link));
         return checked.errors ? Object.keys(checked.errors).map(f => f + ": " + calc.errorText(MESSAGES, checked.errors[f], eval(show)))
             : checked.state.arch.attention;
     });

@@ -177,6 +177,16 @@ def json_strings(value: object) -> list[str]:
     return []
 
 
+def reader_texts(page: Path) -> list[tuple[str, str]]:
+    """The texts of a page with their languages; or of the calculator's messages that only config.js shows, published
+    apart in one language a file (assets/config-data.<digest>/<lang>.json)."""
+    if page.suffix == ".json":
+        return [(page.stem, text) for text in json_strings(json.loads(page.read_text()))]
+    reader = ReaderText()
+    reader.feed(page.read_text())
+    return reader.texts
+
+
 def catalog_names() -> list[str]:
     """Names the catalogs hold: models, GPUs, vendors, licences, weight and cache formats."""
     catalog = load_catalog(CATALOGS)
@@ -224,10 +234,8 @@ def leaks(site: Path) -> list[str]:
     banned = {lang: ENGLISH | {word.lower() for word in ANGLICISMS.get(lang, ())} for lang in LOANWORDS}
     found = []
     pages = [site / "index.html", site / "404.html", *(p for lang in LOANWORDS for p in sorted((site / lang).rglob("*.html")))]
-    for page in pages:
-        reader = ReaderText()
-        reader.feed(page.read_text())
-        for lang, text in reader.texts:
+    for page in [*pages, *sorted(site.glob("assets/config-data.*/*.json"))]:
+        for lang, text in reader_texts(page):
             if lang not in LOANWORDS:
                 continue  # English (a language's own name in the switcher, the root pages' English line)
             for word, context in english_words(units[lang].sub(" ", text), names, loans[lang], frozenset(banned[lang])):
@@ -353,10 +361,8 @@ def french_typography(site: Path) -> list[str]:
     """Each French text (outside names and code) with a colon, semicolon, mark or unit set the English way."""
     names = phrases([*catalog_names(), *NAMES], re.IGNORECASE)
     found = []
-    for page in sorted((site / "fr").rglob("*.html")):
-        reader = ReaderText()
-        reader.feed(page.read_text())
-        for lang, text in reader.texts:
+    for page in [*sorted((site / "fr").rglob("*.html")), *site.glob("assets/config-data.*/fr.json")]:
+        for lang, text in reader_texts(page):
             cleaned = names.sub(" ", CODE_WORDS.sub(" ", text)) if lang == "fr" else ""
             for match in [*FRENCH_PUNCTUATION.finditer(cleaned), *ENGLISH_UNITS.finditer(cleaned)]:
                 context = " ".join(cleaned[max(0, match.start() - 30) : match.end() + 20].split())

@@ -209,6 +209,8 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
             ),
             *(str(p.relative_to(site)) for p in (site / "assets").glob("presets.*/*.json")),  # the calculator's presets: no prices
             *(str(p.relative_to(site)) for p in (site / "assets").glob("presets.*.json")),
+            *(str(p.relative_to(site)) for p in (site / "assets").glob("config-data.*/*.json")),  # config.js's data and words
+            *(str(p.relative_to(site)) for p in (site / "assets").glob("config-data.*.json")),
             "index.html",
             "robots.txt",
             "sitemap.xml",

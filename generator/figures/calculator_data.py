@@ -116,21 +116,29 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             **({"support": support_data(rules.support)} if rules.support else {}),
             "training": training_data(catalog),
             "speed": speed_data(rules.speed),
-            "counting": {
-                **COUNTING,
-                "architectures": list(hf_config.ARCHITECTURES),
-                "qkvBias": list(hf_config.QKV_BIAS),
-                "qkNorm": list(hf_config.QK_NORM),
-                "fourNormKinds": list(hf_config.FOUR_NORMS),
-                "releaseMethods": RELEASE_METHODS,
-                "fieldLimits": config_fields.FIELD_LIMITS,
-                "layerTypes": list(config_fields.LAYER_TYPES),
-                "shownDigits": config_fields.SHOWN_DIGITS,
-                "shownBelow": 10**config_fields.SHOWN_DIGITS,
-                "shownCharacters": config_fields.SHOWN_CHARACTERS,
-            },
+            "counting": {"gatedMatrices": COUNTING["gatedMatrices"]},  # the engines' share; config.js's: counting_file
         }
     )
+
+
+def counting_file() -> PresetFiles:
+    """What config.js alone reads (a pasted config.json's counting, a link's extra=), published apart as
+    assets/config-data.<digest>.json with the messages only it shows (pages/site.py's config_data), which the
+    calculator fetches with config.js: the page does not carry them."""
+    counting = {
+        **COUNTING,
+        "architectures": list(hf_config.ARCHITECTURES),
+        "qkvBias": list(hf_config.QKV_BIAS),
+        "qkNorm": list(hf_config.QK_NORM),
+        "fourNormKinds": list(hf_config.FOUR_NORMS),
+        "releaseMethods": RELEASE_METHODS,
+        "fieldLimits": config_fields.FIELD_LIMITS,
+        "layerTypes": list(config_fields.LAYER_TYPES),
+        "shownDigits": config_fields.SHOWN_DIGITS,
+        "shownBelow": 10**config_fields.SHOWN_DIGITS,
+        "shownCharacters": config_fields.SHOWN_CHARACTERS,
+    }
+    return PresetFiles(compact_json(counting).encode())
 
 
 def estimate_data(rule: architecture.ShapeRule | None) -> dict | None:
@@ -151,7 +159,8 @@ def estimate_data(rule: architecture.ShapeRule | None) -> dict | None:
 @dataclass(frozen=True)
 class PresetFiles:
     """Every model's preset as the calculator fetches it: `index` lists each model's id and name in the catalog's
-    order (the preset list), `files` holds one `<id>.json` per model, its model_row (pages/assets.py names them)."""
+    order (the preset list), `files` holds one `<id>.json` per model, its model_row (pages/assets.py names them).
+    counting_file is one too, its index the counting data (pages/site.py adds a file of messages per language)."""
 
     index: bytes = b"[]"
     files: dict[str, bytes] = field(default_factory=dict)

@@ -18,7 +18,7 @@ from gpumem.catalog.price_checks import Comparison, compare_prices
 from gpumem.engines import deployment as engine
 from gpumem.figures.apis import ApiGuide, api_guide
 from gpumem.figures.calculator import CalculatorPage, calculator_page
-from gpumem.figures.calculator_data import PresetFiles, calculator_data, preset_files
+from gpumem.figures.calculator_data import PresetFiles, calculator_data, counting_file, preset_files
 from gpumem.figures.guides import MainGuide, SizingGuide, VramGuide, main_guide, sizing_guide, vram_guide
 from gpumem.figures.index import GpusIndex, ModelsIndex, gpus_index, models_index
 from gpumem.figures.measured import Row, Summary, rows, summaries
@@ -82,6 +82,7 @@ class SiteFigures:
     gpu_speed: Mapping[str, GpuSpeed | None] = field(default_factory=dict)  # each GPU page's speed table
     infer: InferenceGuide | None = None  # the guide "The best GPU for LLM inference"
     calculator_presets: PresetFiles = field(default_factory=PresetFiles)  # every model's preset, fetched by the calculator
+    calculator_counting: PresetFiles = field(default_factory=PresetFiles)  # what config.js reads, fetched with it
 
 
 def site_figures(catalog: Catalog) -> SiteFigures:
@@ -123,4 +124,5 @@ def site_figures(catalog: Catalog) -> SiteFigures:
         gpu_speed=Subjects(list(gpu_of), lambda key: gpu_speed(catalog, gpus[key])),
         infer=inference_guide(catalog, shop.configurations),
         calculator_presets=preset_files(catalog),
+        calculator_counting=counting_file(),
     )

@@ -65,18 +65,20 @@ def _unescaped(value: Any) -> Any:
 _SCRIPT_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
-def script_json(value: Any) -> Markup:
+def script_json(value: Any, compact: bool = False) -> Markup:
     """JSON safe inside a <script> element, whatever strings the catalogs hold.
 
-    A string is taken as JSON text already serialized; anything else is serialized here.
+    A string is taken as JSON text already serialized; anything else is serialized here (`compact`: with no
+    space after "," and ":", as the calculator's messages are, which count towards its page's weight).
     """
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    separators = (",", ":") if compact else None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, separators=separators)
     return Markup(str(text).translate(_SCRIPT_ESCAPES))
 
 
-def text_json(value: Any) -> Markup:
+def text_json(value: Any, compact: bool = False) -> Markup:
     """JSON for a script element: the text of translated strings, safe inside HTML."""
-    return script_json(_unescaped(value))
+    return script_json(_unescaped(value), compact)
 
 
 def faq_json(faq: Iterable[tuple[Markup, Markup]]) -> Markup:

@@ -7,7 +7,7 @@ writes: commands/build.py hands the files to the writer.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
@@ -16,6 +16,7 @@ from gpumem.catalog.load import snapshot_time
 from gpumem.errors import BuildError
 from gpumem.figures import shared as compute
 from gpumem.figures.calculator import model_query
+from gpumem.figures.calculator_data import PresetFiles
 from gpumem.figures.site import SiteFigures, site_figures
 from gpumem.options import template_cache
 from gpumem.pages.assets import headers, publish
@@ -93,10 +94,11 @@ def site_rendering(
     messages = computed.messages if computed else None
     cache = template_cache(options.project)
     renderer = Renderer(options.templates, options.translations, languages, cache, messages)
-    assets = publish(options.static, {"presets": figures.calculator_presets})  # pages link to the names these files are published under
+    currency = catalog.snapshot.currency
+    generated = {"presets": figures.calculator_presets, "config-data": config_data(renderer, figures, languages, currency)}
+    assets = publish(options.static, generated)  # pages link to the names these files are published under
     links = {(page.key, page.subject, page.lang): page.url for page in pages}
     planned = frozenset(links.values())
-    currency = catalog.snapshot.currency
     common: dict[str, Any] = dict(
         site=site,
         catalog=catalog,
@@ -165,6 +167,16 @@ def site_rendering(
         raise BuildError([f"{name}: a page and the site's own file would both be written here" for name in clash])
     count = sum(1 for output in rendered if output.endswith(".html"))
     return Rendering({**files, **extra}, count)
+
+
+def config_data(renderer: Renderer, figures: SiteFigures, languages: list[str], currency: str) -> PresetFiles:
+    """What config.js reads beyond the page, published as assets/config-data.<digest>.json (the counting data) and
+    assets/config-data.<digest>/<lang>.json (the messages only it shows, in each language: _config_messages.html)."""
+
+    def words(lang: str) -> bytes:
+        return renderer.render("_config_messages.html", renderer.language_context(lang, currency)).strip().encode()
+
+    return replace(figures.calculator_counting, files={f"{lang}.json": words(lang) for lang in languages})
 
 
 def stamp_words(rendered: str) -> dict[str, Markup]:

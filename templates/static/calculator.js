@@ -235,27 +235,12 @@
     return need;
   }
 
-  // Helpers of the link's extra= and of config.js (the pasted config.json's counting, loaded when a reader pastes).
+  // Helpers of config.js (a pasted config.json's counting and a link's extra=, loaded when a reader pastes or a link
+  // carries extra=).
 
   function isDict(value) { return value !== null && typeof value === "object" && !Array.isArray(value); }
   function has(object, name) { return Object.prototype.hasOwnProperty.call(object, name); }
   function get(object, name, fallback) { return has(object, name) ? object[name] : fallback; }
-
-  // config_fields.shown: JSON, long text cut, big numbers by size ({shown: key} is worded by the page's messages).
-  function shown(k, value) {
-    if (value === undefined || value === null) return { shown: "nothing" };
-    if (typeof value === "boolean") return String(value);
-    if (typeof value === "number") {
-      var big = !isFinite(value) || Math.abs(value) >= k.shownBelow;
-      return big ? { shown: "bigNumber", values: { digits: k.shownDigits } } : JSON.stringify(value);
-    }
-    if (typeof value === "string") {
-      if (value.length <= k.shownCharacters) return JSON.stringify(value);
-      return { shown: "longText", values: { start: JSON.stringify(value.slice(0, k.shownCharacters)), count: value.length } };
-    }
-    if (Array.isArray(value)) return { shown: "list", values: { count: value.length } };
-    return { shown: "object" };
-  }
 
   // Reads one field: a number written with "." or "," as decimal mark, no grouping.
   function parseNumber(text) {
@@ -516,47 +501,6 @@
     if (errors.prompt) note("lengths", "prompt", String(values.context - values.output), errors.prompt[1]);
   }
 
-  // Links keep what a pasted config.json says beyond the fields (extra=, as JSON): {extra}, or {error} naming the value
-  // that cannot be honoured (bounded as a config.json's counts are); null without one.
-  var EXTRA_LIMITS = { window: "max_context", slidingLayers: "max_layers", latent: "max_hidden", rank: "max_hidden",
-    shared: "max_experts", denseLayers: "max_layers" };
-
-  function extraOf(data, text) {
-    if (text === null || text === undefined) return null;
-    var e;
-    try { e = JSON.parse(text); } catch (error) { return { error: ["json", {}] }; }
-    try {
-      return { extra: checkedExtra(data, e) };
-    } catch (error) {
-      if (Array.isArray(error)) return { error: error };
-      throw error;
-    }
-  }
-
-  function checkedExtra(data, e) {
-    var k = data.counting;
-    if (!isDict(e) || !isDict(e.attention) || !(e.experts === null || isDict(e.experts))) throw ["extraShape", { value: shown(k, e) }];
-    var a = e.attention, x = e.experts;
-    var kinds = ["full", "sliding", "mla"];
-    if (kinds.indexOf(a.kind) < 0) throw ["extraKind", { kinds: kinds.map(function (kind) { return JSON.stringify(kind); }), value: shown(k, a.kind) }];
-    function count(block, prefix, name) {
-      var value = get(block, name, null), field = prefix + name, limit = data.limits[EXTRA_LIMITS[name]];
-      if (typeof value !== "number" || !(Number.isInteger(value) || value === Infinity) || value < 0) {
-        throw ["zeroOrMore", { field: field, value: shown(k, value) }];
-      }
-      if (value > limit) throw ["configMax", { field: field, limit: limit, value: shown(k, value) }];
-      return value;
-    }
-    var attention = { kind: a.kind, window: count(a, "attention.", "window"), slidingLayers: count(a, "attention.", "slidingLayers"),
-      latent: count(a, "attention.", "latent") };
-    if (a.kind === "mla") attention.rank = count(a, "attention.", "rank");
-    var vision = get(e, "vision", null), most = data.limits.max_params_b;
-    if (typeof vision !== "number" || !(vision >= 0)) throw ["numberZeroOrMore", { field: "vision", value: shown(k, vision) }];
-    if (vision > most) throw ["configMax", { field: "vision", limit: most, value: shown(k, vision) }];
-    var experts = x && { shared: count(x, "experts.", "shared"), denseLayers: count(x, "experts.", "denseLayers") };
-    return { attention: attention, vision: vision, experts: experts };
-  }
-
   // What extra= says against the layers the fields give: an error, never a silent replacement.
   function extraAgainst(extra, layers) {
     if (extra.attention.slidingLayers > layers) {
@@ -737,12 +681,15 @@
       results.removeAttribute("aria-busy");
     }
 
-    // Fetches a model's preset, saying so meanwhile; then `then()` and a new result, unless the reader chose another model.
-    function load(id, then) {
-      blocked = { id: id, message: fill(text.loading, { model: nameOf(id) }) };
+    // Fetches a model's preset (or waits for `loading`: config.js for a link's extra=, id "custom"), saying so meanwhile
+    // and on failure (text.loading, text.failed; with words "extra", text.extraLoading, text.extraFailed), then `then()`
+    // and a new result, unless the reader chose another model.
+    function load(id, then, loading, words) {
+      var says = function (key) { blocked = { id: id, message: fill(text[key], { model: nameOf(id) }) }; };
+      says(words ? words + "Loading" : "loading");
       results.setAttribute("aria-busy", "true");
       render();
-      loadPreset(id, list).then(function () {
+      (loading || loadPreset(id, list)).then(function () {
         if (!blocked || blocked.id !== id) return;
         unblock();
         then();
@@ -750,7 +697,7 @@
       }, function () {
         if (!blocked || blocked.id !== id) return;
         unblock();
-        blocked = { id: id, message: fill(text.failed, { model: nameOf(id) }) };
+        says(words ? words + "Failed" : "failed");
         render();
       });
     }
@@ -789,13 +736,17 @@
       var paramsOnly = changed.length && changed.every(function (n) { return n.name === "params"; });
       archOf = raw.model !== "custom" ? raw.model : paramsOnly ? changed[0].more.model.model : null;
       var given = new URLSearchParams(location.search).get("extra");
-      pasted = raw.model === "custom" ? extraOf(data, given) : null;
-      if (pasted && pasted.error) pasted.text = given;  // the link keeps the value it could not honour, named on the page
+      pasted = null;
       if (!Array.prototype.some.call(select.options, function (o) { return o.value === raw.model; })) {
         select.appendChild(new Option(nameOf(raw.model), raw.model));
       }
       writeForm(raw);
       keepNotices(link.notices);
+      if (raw.model !== "custom" || given === null) return;
+      load("custom", function () {  // config.js checks extra=
+        pasted = counter.extraOf(data, given);
+        if (pasted.error) pasted.text = given;  // the link keeps the value it could not honour, named on the page
+      }, loadConfig(), "extra");
     }
 
     // Not `notices = link.notices` among openLink's declarations: the minifier made that a declaration of its own.
@@ -1010,20 +961,38 @@
       return scripts[attribute];
     }
 
+    // config.js with the counting data it reads (data-config-data) and the messages only it shows (data-config-words,
+    // in the page's language), loaded together once; asked again after a failed load.
+    var counter = null, reading = null;
+    function loadConfig() {
+      if (reading) return reading;
+      var files = [getJson(root.getAttribute("data-config-data") + ".json"), getJson(root.getAttribute("data-config-words"))];
+      reading = Promise.all([loadScript("data-config")].concat(files)).then(function (got) {
+        window.gpumemConfig.know(got[1]);
+        Object.assign(text.errors, got[2].errors);
+        text.shown = got[2].shown;
+        counter = window.gpumemConfig;
+      }, function (error) {
+        reading = null;
+        throw error;
+      });
+      return reading;
+    }
+
     // A pasted config.json fills the fields (what they cannot say is kept aside); render shows its error.
     function paste() {
       var source = field("config").value.trim(), error = null;
       if (source) {
         var parsed = null;
         try { parsed = JSON.parse(source); } catch (e) { error = ["json", {}]; }
-        if (!error && !window.gpumemConfig) {
+        if (!error && !counter) {
           pasteError = null;
           results.setAttribute("aria-busy", "true");
           var done = function () { results.removeAttribute("aria-busy"); render(); };
-          return loadScript("data-config").then(function () { paste(); done(); }, function () { pasteError = ["configFailed", {}]; done(); });
+          return loadConfig().then(function () { paste(); done(); }, function () { pasteError = ["configFailed", {}]; done(); });
         }
         if (!error) {
-          var counted = window.gpumemConfig.countConfig(data, parsed);
+          var counted = counter.countConfig(data, parsed);
           if (counted.error) error = counted.error;
           else {
             var a = counted.arch, fields = presetFields(Object.assign({}, a, { params: counted.params / 1e9 + counted.vision / 1e9 }));
@@ -1045,6 +1014,7 @@
       settle(name);
       if (name !== "params" && ARCH.indexOf(name) >= 0) archOf = null;
       if (name === "config") {
+        if (blocked && blocked.id === "custom") unblock();  // a paste in place of the link's extra=
         paste();
       } else if (name === "model") {
         pasted = null;
@@ -1092,8 +1062,8 @@
 
   window.gpumemCalculator = { serve: serve, validate: validate, readLink: readLink, toQuery: toQuery,
     estimatedFields: estimatedFields,
-    extraOf: extraOf, errorText: errorText,
-    isDict: isDict, has: has, get: get, shown: shown, full: FULL,
+    errorText: errorText,
+    isDict: isDict, has: has, get: get, full: FULL,
     weightsBytes: weightsBytes, expertParams: expertParams, embeddingParams: embeddingParams, gpuOf: gpuOf, offered: offered,
     checkNumber: checkNumber, trainingChoices: trainingChoices, switches: SWITCHES, kvCache: kvCache, byName: byName, remember: remember,
     loadPreset: loadPreset };

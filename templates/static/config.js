@@ -1,16 +1,40 @@
 // A pasted config.json counted as catalog/hf_config.py counts it, operation for operation, its fields read as
-// config_fields.py reads them. calculator.js loads this script when a reader first pastes one (most never do, and the
-// page keeps its weight); it reads calculator.js's helpers.
+// config_fields.py reads them, and a link's extra= (what a pasted config.json says beyond the fields) checked.
+// calculator.js loads this script when a reader first pastes one or a link carries extra= (most never do, and the page
+// keeps its weight); it reads calculator.js's helpers.
 (function () {
   "use strict";
 
-  var calc = window.gpumemCalculator, isDict = calc.isDict, has = calc.has, get = calc.get, shown = calc.shown, FULL = calc.full;
+  var calc = window.gpumemCalculator, isDict = calc.isDict, has = calc.has, get = calc.get, FULL = calc.full;
+
+  // What this script reads beyond the page's data.counting: assets/config-data.<digest>.json (calculator_data's
+  // counting_file), which calculator.js fetches with this script and hands to know().
+  var known = {};
+  function know(counting) { known = counting; }
+  function counting(data) { return Object.assign({}, data.counting, known); }
 
   function truthy(value) { return Array.isArray(value) ? value.length > 0 : isDict(value) ? Object.keys(value).length > 0 : !!value; }
 
-  // config_fields.count_of: a JSON integer, `least` (1 unless given) or more, within its field's bound in data.limits.
-  function fields(data, config, prefix) {
-    var k = data.counting;
+  // config_fields.shown: JSON, long text cut, big numbers by size ({shown: key} is worded by the page's messages).
+  function shown(k, value) {
+    if (value === undefined || value === null) return { shown: "nothing" };
+    if (typeof value === "boolean") return String(value);
+    if (typeof value === "number") {
+      var big = !isFinite(value) || Math.abs(value) >= k.shownBelow;
+      return big ? { shown: "bigNumber", values: { digits: k.shownDigits } } : JSON.stringify(value);
+    }
+    if (typeof value === "string") {
+      if (value.length <= k.shownCharacters) return JSON.stringify(value);
+      return { shown: "longText", values: { start: JSON.stringify(value.slice(0, k.shownCharacters)), count: value.length } };
+    }
+    if (Array.isArray(value)) return { shown: "list", values: { count: value.length } };
+    return { shown: "object" };
+  }
+
+  // config_fields.count_of: a JSON integer, `least` (1 unless given) or more, within its field's bound in data.limits
+  // (the bound named in `limits`, a config.json's fieldLimits unless given).
+  function fields(data, config, prefix, limits) {
+    var k = counting(data);
     function count(name, fallback, least) {
       var value = get(config, name, fallback === undefined ? null : fallback), field = (prefix || "") + name;
       least = least === undefined ? 1 : least;
@@ -18,7 +42,7 @@
       if (typeof value !== "number" || !(Number.isInteger(value) || value === Infinity) || value < least) {
         throw [least ? "integer" : "zeroOrMore", { field: field, value: shown(k, value) }];
       }
-      var limit = data.limits[k.fieldLimits[name]];
+      var limit = data.limits[(limits || k.fieldLimits)[name]];
       if (value > limit) throw ["configMax", { field: field, limit: limit, value: shown(k, value) }];
       return value;
     }
@@ -40,7 +64,7 @@
   }
 
   function countChecked(data, config) {
-    var k = data.counting;
+    var k = counting(data);
     if (!isDict(config)) throw ["object", {}];
     var kind = get(config, "model_type", null);
     if (k.architectures.indexOf(kind) < 0) {
@@ -88,7 +112,7 @@
 
   function countVision(data, vision, textHidden) {
     if (!isDict(vision)) return 0;
-    var k = data.counting, f = fields(data, vision, "vision_config.");
+    var k = counting(data), f = fields(data, vision, "vision_config.");
     var width = f.count("hidden_size"), mlp = f.count("intermediate_size"), depth = f.count("num_hidden_layers");
     var patch = f.count("patch_size"), image = f.count("image_size");
     if (patch > image) throw ["patchSize", { patch: patch, image: image }];
@@ -182,5 +206,38 @@
     return get(config, "torch_dtype", null) === "float16" ? "fp16" : "bf16";
   }
 
-  window.gpumemConfig = { countConfig: countConfig };
+  // Links keep what a pasted config.json says beyond the fields (extra=, as JSON): {extra}, or {error} naming the value
+  // that cannot be honoured (bounded as a config.json's counts are); null without one.
+  var EXTRA_LIMITS = { window: "max_context", slidingLayers: "max_layers", latent: "max_hidden", rank: "max_hidden",
+    shared: "max_experts", denseLayers: "max_layers" };
+
+  function extraOf(data, text) {
+    if (text === null || text === undefined) return null;
+    var e;
+    try { e = JSON.parse(text); } catch (error) { return { error: ["json", {}] }; }
+    try {
+      return { extra: checkedExtra(data, e) };
+    } catch (error) {
+      if (Array.isArray(error)) return { error: error };
+      throw error;
+    }
+  }
+
+  function checkedExtra(data, e) {
+    var k = counting(data);
+    if (!isDict(e) || !isDict(e.attention) || !(e.experts === null || isDict(e.experts))) throw ["extraShape", { value: shown(k, e) }];
+    var a = e.attention, x = e.experts, kinds = ["full", "sliding", "mla"];
+    if (kinds.indexOf(a.kind) < 0) throw ["extraKind", { kinds: kinds.map(function (kind) { return JSON.stringify(kind); }), value: shown(k, a.kind) }];
+    var f = fields(data, a, "attention.", EXTRA_LIMITS), count = function (name) { return f.count(name, null, 0); };
+    var attention = { kind: a.kind, window: count("window"), slidingLayers: count("slidingLayers"), latent: count("latent") };
+    if (a.kind === "mla") attention.rank = count("rank");
+    var vision = get(e, "vision", null), most = data.limits.max_params_b;
+    if (typeof vision !== "number" || !(vision >= 0)) throw ["numberZeroOrMore", { field: "vision", value: shown(k, vision) }];
+    if (vision > most) throw ["configMax", { field: "vision", limit: most, value: shown(k, vision) }];
+    var moe = x && fields(data, x, "experts.", EXTRA_LIMITS);
+    var experts = moe && { shared: moe.count("shared", null, 0), denseLayers: moe.count("denseLayers", null, 0) };
+    return { attention: attention, vision: vision, experts: experts };
+  }
+
+  window.gpumemConfig = { countConfig: countConfig, extraOf: extraOf, know: know };
 })();
