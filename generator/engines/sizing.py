@@ -215,11 +215,18 @@ def deployment_fits(
     cards: dict[str, tuple[deployment.Batch, float]] = {}  # per GPU: its batch defaults and its budget
     needs: dict[tuple[str, int, int, int, bool], tuple[Deployment, float]] = {}  # the need and its total per GPU
     roomy: dict[tuple[str, int, int, int, bool], float] = {}
+    engines: dict[str, tuple[support.Serving, str]] = {}  # per GPU: what serves the formats on it, and the slower path
     for configuration in configurations:
         count, gpu = configuration.count, configuration.gpu
-        served = support.serving(support_rules, rules.weight_formats, fmt, kv, gpu)
+        if configuration.machines > 1:
+            continue
+        if gpu.id not in engines:
+            served = support.serving(support_rules, rules.weight_formats, fmt, kv, gpu)
+            slower = support.fallback(support_rules, served.weights.runtime, served.weights, gpu) if support_rules else ""
+            engines[gpu.id] = (served, slower)
+        served, via = engines[gpu.id]
         use = served.weights
-        if not served.runs or configuration.machines > 1:
+        if not served.runs:
             continue
         if use.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, count):
             continue
@@ -236,6 +243,5 @@ def deployment_fits(
             continue
         if key not in roomy:
             roomy[key] = deployment.deployment(rules, model, use, kv, count, tokens, requests + more_requests, batch).total_bytes_per_gpu
-        via = support.fallback(support_rules, use.runtime, use, gpu) if support_rules else ""
         found.append(Fit(configuration, need, budget, roomy[key] < budget, use if served.stands_in else None, via))
     return tuple(sorted(found, key=lambda fit: (fit.configuration.price_per_hour, fit.configuration.total_gpus, fit.configuration.gpu.id)))
