@@ -312,3 +312,10 @@ def test_an_earlier_calculator_s_int4_opens_the_format_the_rule_of_thumb_s_4_bit
     """One mapping of "4-bit" to a storage format: rules.yaml calculator.old_weights for old links and
     verdicts.rule_format for the rule-of-thumb cells (the first 4-bit format of the model pages' formats)."""
     assert CATALOG.rules.calculator_old_weights == {"int4": rule_format(CATALOG, "int4").name} == {"int4": "awq"}
+
+
+def test_the_launch_line_names_the_engine_and_its_pinned_version(opened):
+    page = opened("model=qwen3-32b&weights=q4_k_m")
+    expect(page.locator("#calc-launch-engine")).to_have_text("Launch command, llama.cpp 0c1e57098:")
+    page = opened("model=qwen3-32b&weights=awq")
+    expect(page.locator("#calc-launch-engine")).to_have_text("Launch command, vLLM 0.33.0:")

@@ -341,8 +341,7 @@ def _launch_lines(command: launch.Launch | None, gpus: int) -> list[str]:
     """The command that serves the workload on the GPUs asked for, with its engine version."""
     if command is None:
         return []
-    name = "vLLM" if command.engine == "vllm" else "llama.cpp"
-    lines = [f"Launch on {gpus} GPU(s) ({name} {command.version}):", f"  {command.text}"]
+    lines = [f"Launch on {gpus} GPU(s) ({command.label} {command.version}):", f"  {command.text}"]
     if command.download:
         lines.append(f"  the GGUF file is in https://huggingface.co/{command.download}")
     if command.missing:

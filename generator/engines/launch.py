@@ -32,7 +32,7 @@ import shlex
 from dataclasses import dataclass
 
 from gpumem.records.catalog import Model
-from gpumem.records.engines import KvFormat, WeightFormat
+from gpumem.records.engines import RUNTIME_LABELS, KvFormat, WeightFormat
 
 ALL_LAYERS = "all"  # llama.cpp's -ngl: every layer and the output layer go to the GPUs
 # Formats vLLM can make from the BF16 checkpoint at load time, and the --quantization value that does it.
@@ -71,6 +71,11 @@ class Launch:
     @property
     def text(self) -> str:
         return shlex.join(self.argv)
+
+    @property
+    def label(self) -> str:
+        """The engine's name as pages write it."""
+        return RUNTIME_LABELS[self.engine]
 
 
 def placeholder(model: Model, fmt: WeightFormat) -> str:

@@ -17,7 +17,7 @@ from gpumem.figures.calculator import SORTS, SPEED_DIGITS, default_gpus
 from gpumem.figures.calculator_training import machines, training_data
 from gpumem.figures.shared import Shop
 from gpumem.records.catalog import Catalog, Experts, Gpu, Model
-from gpumem.records.engines import Reach, SpeedRules, SupportRules
+from gpumem.records.engines import RUNTIME_LABELS, Reach, SpeedRules, SupportRules
 
 # The KV formats every runtime takes, whatever the weights (as gpumem estimate checks them).
 KV_ANY_RUNTIME = ("bf16", "fp32")
@@ -33,7 +33,6 @@ COUNTING = {
     "defaultContext": 4096,  # max_position_embeddings when a config omits it
     "mixtralActive": 2,  # Mixtral's num_experts_per_tok default
 }
-RUNTIME_NAMES = {"vllm": "vLLM", "llama.cpp": "llama.cpp"}
 # With its script, the calculator lists this many configurations (the cheapest) and a button shows the rest.
 SHOWN_CONFIGURATIONS = 5
 RELEASE_METHODS = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq", "bitsandbytes": "nf4"}
@@ -108,7 +107,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
                 "sixteenBitBytes": 2,
                 "hybridGroupRatio": HYBRID_GROUP_RATIO,
                 "kvAnyRuntime": list(KV_ANY_RUNTIME),
-                "runtimeNames": RUNTIME_NAMES,
+                "runtimeNames": RUNTIME_LABELS,
             },
             "engines": {name: pin.version for name, pin in rules.engines.items()},
             "launchOnTheFly": dict(launch.ON_THE_FLY),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+RUNTIME_LABELS = {"vllm": "vLLM", "llama.cpp": "llama.cpp"}  # each runtime's name as pages and commands write it
+
 
 @dataclass(frozen=True)
 class EnginePin:
@@ -19,7 +21,7 @@ class EnginePin:
     @property
     def label(self) -> str:
         """The engine's name as pages write it."""
-        return {"vllm": "vLLM"}.get(self.name, self.name)
+        return RUNTIME_LABELS[self.name]
 
 
 @dataclass(frozen=True)

@@ -837,7 +837,7 @@
         launch.hidden = false;
         root.querySelector("#calc-launch-code").textContent = need.launch.text;
         root.querySelector("#calc-launch-engine").textContent = fill(text.launchEngine, {
-          engine: need.launch.engine === "vllm" ? "vLLM" : "llama.cpp", version: need.launch.version });
+          engine: data.deployment.runtimeNames[need.launch.engine], version: need.launch.version });
       }
     }
 
