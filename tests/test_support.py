@@ -73,9 +73,11 @@ def test_the_fixture_gpus_carry_their_capabilities():
 
 @pytest.mark.shipped_data
 def test_the_production_gpus_carry_the_fixture_capabilities():
-    """The table above holds for the site: the production GPUs have the fixture's capabilities."""
-    production = load_catalog(REPO / "catalogs")
-    assert {gpu.id: gpu.compute_capability for gpu in production.gpus} == dict(GPUS)
+    """The table above holds for the site: the production GPUs the fixture has carry the fixture's capabilities
+    (a GPU added to the production catalog later turns nothing red; validation requires its capability)."""
+    production = {gpu.id: gpu.compute_capability for gpu in load_catalog(REPO / "catalogs").gpus}
+    shared = {gpu: capability for gpu, capability in GPUS if gpu in production}
+    assert len(shared) == len(GPUS) == 26 and all(production[gpu] == capability for gpu, capability in shared.items())
 
 
 @pytest.mark.parametrize(("kind", "expected"), (("weights", WEIGHTS), ("kv", KV)))
