@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpumem.commands.build import build, check, gather
 from gpumem.errors import BuildError
@@ -315,3 +316,14 @@ def test_gather_reports_every_file_at_once(root):
         "catalogs/gpus.yaml:1: empty file (expected YAML fields)",
         "content/en/home.md:2: front matter: empty (expected title and description)",
     ]
+
+
+def test_an_overlong_deployment_source_is_the_one_problem_named(root):
+    """A deployment block that fails to read is named once; the blocks checked against its formats (the old
+    calculator links, the speed rules) wait for it rather than report formats as unknown."""
+    rules = root / "catalogs/rules.yaml"
+    length = len(yaml.safe_load(rules.read_text())["deployment"]["runtime"]["source"])
+    edit(rules, '    llamacpp_copies: 4\n    source: "', '    llamacpp_copies: 4\n    source: "' + "x" * 2_000)
+    line = line_of(rules, "    llamacpp_copies: 4") + 1
+    message = f"expected at most 2,000 characters, got {2_000 + length:,}"
+    assert problems(root) == [f"catalogs/rules.yaml:{line}: rules: deployment.runtime.source: {message}"]

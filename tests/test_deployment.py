@@ -11,6 +11,7 @@ from gpumem.catalog.hf_config import count, model_from_config
 from gpumem.catalog.inputs import load_catalog
 from gpumem.catalog.validate import Invalid
 from gpumem.engines import deployment as engine
+from gpumem.engines import llamacpp
 from gpumem.figures.measured import BOUNDS
 from gpumem.records.catalog import Architecture, Attention
 
@@ -90,15 +91,61 @@ def test_runtime_memory_and_batch_defaults():
     assert engine.batch_defaults(RULES, h100, "h100-sxm") == engine.Batch(8192, 1024)
     assert engine.batch_defaults(RULES, 81920 * 2**20, "a100-80gb-sxm") == engine.Batch(2048, 256)
     assert engine.batch_defaults(RULES, 24564 * 2**20, "rtx-4090") == engine.Batch(2048, 256)
-    one = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["bf16"], 1, engine.Batch(8192, 1024))
+    one = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["bf16"], 1, engine.Batch(8192, 1024), 8192, 1)
     assert one == pytest.approx(0.25 * GIB + 0.38 * GIB + 13.67 * 1024 * 128256)
-    two = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["bf16"], 2, engine.Batch(8192, 1024))
+    two = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["bf16"], 2, engine.Batch(8192, 1024), 8192, 1)
     assert two - one == pytest.approx(1.85 * GIB)
-    gguf = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["q4_k_m"], 1, engine.Batch(2048, 256))
-    assert gguf == pytest.approx(0.25 * GIB + 4 * 512 * 128256)
-    # llama.cpp on several GPUs keeps 4 pipeline copies of its compute buffer (GGML_SCHED_MAX_COPIES)
-    gguf_two = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["q4_k_m"], 2, engine.Batch(2048, 256))
-    assert gguf_two == pytest.approx(0.25 * GIB + 1.85 * GIB + 4 * 4 * 512 * 128256)
+    # llama-server, -fa on, 512-token micro-batch: the mask (8,192 cells x 512 tokens x 2 B), the residual
+    # stream (512 x 4,096 x 4 B) and the feed-forward's gate, up and product (512 x 3 x 14,336 x 4 B)
+    gguf = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["q4_k_m"], 1, engine.Batch(2048, 256), 8192, 1)
+    assert gguf == 0.25 * GIB + 8192 * 512 * 2 + 512 * 4096 * 4 + 512 * 3 * 14336 * 4 == 0.25 * GIB + 104_857_600
+    # on several GPUs: 4 pipeline copies of the inputs (mask and hidden state), and no NCCL buffers
+    gguf_two = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["q4_k_m"], 2, engine.Batch(2048, 256), 8192, 1)
+    assert gguf_two == 0.25 * GIB + 4 * (8192 * 512 * 2 + 512 * 4096 * 4) + 512 * 4096 * 4 + 512 * 3 * 14336 * 4
+    assert gguf_two - gguf == 58_720_256
+
+
+def test_llamacpp_reserves_one_output_row_per_slot_and_each_slot_s_cells():
+    """Four slots of 8,192 tokens: the mask is each slot's 8,192 cells for the 512 tokens; the logits are 4 rows,
+    far below a layer's live tensors. One slot of 256 tokens: a 256-token micro-batch over 256 cells."""
+    llama = CATALOG.model("llama-3.1-8b").arch
+    four = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["q4_k_m"], 1, engine.Batch(2048, 256), 8192, 4)
+    assert four == 0.25 * GIB + 104_857_600
+    short = engine.runtime_bytes_per_gpu(RULES, llama, FORMATS["q4_k_m"], 1, engine.Batch(2048, 256), 256, 1)
+    assert short == 0.25 * GIB + 256 * 256 * 2 + 256 * 4096 * 4 + 256 * 3 * 14336 * 4 == 0.25 * GIB + 48_365_568
+
+
+def test_llamacpp_compute_buffers_by_flash_attention_experts_mla_and_output():
+    """Without flash attention every head's scores over the cells dominate (Qwen3-30B-A3B: 32 heads x 16,384
+    cells x 512 tokens x 4 B, plus a 32-bit mask); MoE layers hold each chosen expert; MLA attends in its latent
+    space; with every token output (older builds) the logits dominate."""
+    qwen = CATALOG.model("qwen3-30b-a3b").arch  # 2,048 wide, 32 heads of 128, 8 of 128 experts of 768
+    off = llamacpp.Graph(16384, 1, 512, 512, flash_attention=False)
+    scores = 32 * 16384 + 2 * 32 * 128
+    assert llamacpp.compute_bytes(qwen, off) == 16384 * 512 * 4 + 512 * 2048 * 4 + 512 * scores * 4 == 1_128_267_776
+    # the chosen experts' products with the outputs of their down projections, 8 x 768 + 8 x 2,048 per token
+    assert llamacpp.compute_bytes(qwen, llamacpp.Graph(16384, 1, 512, 1)) == 16384 * 512 * 2 + 512 * (2048 + 8 * 768 + 8 * 2048) * 4
+    deepseek = CATALOG.model("deepseek-v3").arch  # 128 heads, latent 512 + 64 rope; 8 experts of 2,048 chosen
+    attention = 128 * 576 + 128 * 512  # the query and the output in the latent, wider than the projections
+    assert llamacpp.attention_elements(deepseek, llamacpp.Graph(4096, 1, 512, 1)) == attention
+    assert llamacpp.feed_forward_elements(deepseek) == 8 * 2048 + 8 * 7168  # wider than the 3 dense layers' 3 x 18,432
+    every = llamacpp.Graph(8192, 1, 512, 512)
+    assert llamacpp.compute_bytes(llama_arch(), every) == 512 * (128256 + 4096) * 4 == 271_056_896
+    assert llamacpp.compute_bytes(llama_arch(), every, output_layer=False) == 104_857_600
+
+
+def test_llamacpp_sliding_layers_hold_the_window_and_one_micro_batch():
+    """Gemma 2 9B (4,096-token window, 21 of 42 layers): 4,096 + 512 cells, padded to 4,608; a cache never larger
+    than the context (2,000 tokens: 2,048 cells)."""
+    gemma = CATALOG.model("gemma-2-9b").arch
+    assert llamacpp.sliding_cells(gemma, 8192, 512) == 4608
+    assert llamacpp.sliding_cells(gemma, 2000, 512) == 2048
+    cache = engine.kv_cache_bytes_per_gpu(gemma, KV["q8_0"], 8192, 1, 1, "llama.cpp", 512)
+    assert cache == 2 * 8 * 256 * 1.0625 * (21 * 8192 + 21 * 4608)
+
+
+def llama_arch() -> Architecture:
+    return CATALOG.model("llama-3.1-8b").arch
 
 
 def test_the_largest_cards_take_the_largest_batch():
@@ -133,7 +180,8 @@ def test_vllm_reserves_window_minus_one_plus_the_steps_in_flight_per_sliding_lay
     small = engine.deployment(RULES, gemma, FORMATS["bf16"], KV["bf16"], 1, 32768, 1, engine.Batch(2048, 256))
     assert small.kv_cache_bytes_per_gpu == (23 * 32768 + 23 * (4096 - 1 + 2 * 2048)) * 2 * 16 * 128 * 2
     gguf = engine.deployment(RULES, gemma, FORMATS["q4_k_m"], KV["bf16"], 1, 8192, 1, h100)
-    assert gguf.kv_cache_bytes_per_gpu == window_only  # llama.cpp keeps the window
+    # llama.cpp keeps the window and one 512-token micro-batch, padded to 256 cells: 4,608
+    assert gguf.kv_cache_bytes_per_gpu == (23 * 8192 + 23 * 4608) * 2 * 16 * 128 * 2 == 2_411_724_800
 
 
 def test_vllm_refuses_to_start_when_one_request_of_max_model_len_does_not_fit():
@@ -213,7 +261,9 @@ def test_at_least_40_measured_points_with_sources_and_coverage():
     assert all(p["url"].startswith("https://") and p["quote"].strip() for p in measured)
     enforced = [row for row in all_rows() if not row.excluded]
     by_check = {check: [row for row in enforced if row.check == check] for check in BOUNDS}
-    assert {check: len(rows) >= 10 for check, rows in by_check.items()} == {"weights": True, "kv": True, "runtime": True}
+    assert {check: len(rows) >= 10 for check, rows in by_check.items()} == {"weights": True, "kv": True, "runtime": True, "compute": False}
+    # llama.cpp's compute buffer: 5 GPUs in 4 logs from 3 threads, with and without flash attention, 1 and 2 GPUs
+    assert len(by_check["compute"]) == 5 and len({row.url for row in by_check["compute"]}) == 3
     quantized = {p["weights"] for p in measured} & {"fp8", "int8", "awq", "gptq", "nf4", "mxfp4", "q4_k_m", "q8_0", "q6_k", "q4_0"}
     assert len(quantized) >= 4
     assert any(p["gpus"] > 1 for p in measured)
@@ -224,7 +274,9 @@ def test_at_least_40_measured_points_with_sources_and_coverage():
     assert all(reason for p in measured for reason in p.get("not_enforced", {}).values())
 
 
-@pytest.mark.parametrize("row", [row for row in all_rows() if not row.excluded], ids=lambda row: f"{row.point}-{row.check}")
+@pytest.mark.parametrize(
+    "row", [row for row in all_rows() if not row.excluded], ids=lambda row: "-".join(filter(None, (row.point, row.check, row.device)))
+)
 def test_the_engine_is_within_the_bounds_of_each_measured_point(row):
     assert abs(row.error) <= BOUNDS[row.check], f"{row.point} {row.check}: {row.error:+.1%}"
 

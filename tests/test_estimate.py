@@ -184,8 +184,10 @@ def test_more_gpus_than_a_machine_holds_are_refused(weights: str):
 
 def test_a_llamacpp_split_is_worded_as_llamacpp_splits():
     lines = estimate("--model", "llama-3.1-8b", "--weights", "q4_k_m", "--gpus", "3").stdout.splitlines()
-    # 0.25 GiB + NCCL's 1.85 GiB + 4 pipeline copies of the 0.24 GiB compute buffer (GGML_SCHED_MAX_COPIES)
-    assert lines[3] == "  runtime      3.3 GB (3.1 GiB) per GPU (llama.cpp's context and compute buffer)"
+    # 0.25 GiB + a compute buffer of 0.16 GB: 4 pipeline copies of the inputs (GGML_SCHED_MAX_COPIES), no NCCL
+    assert lines[3] == "  runtime      0.4 GB (0.4 GiB) per GPU (llama.cpp's context and compute buffer)"
+    data = json.loads(estimate("--model", "llama-3.1-8b", "--weights", "q4_k_m", "--gpus", "3", "--json").stdout)
+    assert data["runtime_bytes_per_gpu"] == 0.25 * 2**30 + 4 * (8192 * 512 * 2 + 512 * 4096 * 4) + 512 * (4096 + 3 * 14336) * 4
     assert (
         lines[5] == "llama.cpp splits the model by layers (its default split mode): any count of GPUs; machines on offer hold 1, 2, 4 or 8"
     )

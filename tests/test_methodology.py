@@ -111,10 +111,10 @@ def test_the_error_summary_shows_the_counts_of_measured_summaries(built_site):
     found = catalog()
     assert found.rules.deployment is not None
     expected = summaries(rows(list(found.measured_points), found.measured_configs, found.rules.deployment, found.rules.calculator_limits))
-    assert [item.count for item in expected] == [54, 44, 32]
+    assert [item.count for item in expected] == [54, 44, 32, 5]
     text = collapsed(page(built_site, "en"))
     english = Formats("en", "USD")
-    labels = {"weights": "weights", "kv": "KV cache", "runtime": "weights + runtime"}
+    labels = {"weights": "weights", "kv": "KV cache", "runtime": "weights + runtime", "compute": "compute buffer"}
     for item in expected:
         mean, worst = english.number(item.mean_error * 100, 2), english.number(item.worst_error * 100, 2)
         bound = english.percent(item.bound)
@@ -127,6 +127,8 @@ def test_the_error_summary_shows_the_counts_of_measured_summaries(built_site):
     hrefs = set(links(text).hrefs)
     assert {check.url for check in checks} <= hrefs
     assert text.count("<td>weights + runtime</td>") == sum(check.check == "runtime" for check in checks)
+    # llama.cpp's compute buffer, one row per GPU a log names
+    assert (text.count("<td>compute buffer on CUDA0</td>"), text.count("<td>compute buffer on CUDA1</td>")) == (4, 1)
 
 
 def sources(value: object) -> list[str]:
@@ -188,7 +190,9 @@ def test_the_engine_versions_and_what_changes_with_them(built_site):
     assert "With vLLM 0.33.0, gpu_memory_utilization defaults to 92% (it was 90% in vLLM 0.19)" in words
     assert "its CUDA-graph memory, 0.36 GiB per GPU as public logs print it (none with --enforce-eager )" in words
     assert "cards of 160 GiB or more take the largest batch defaults" in words
-    assert "keeps 4 pipeline copies of its compute buffer" in words
+    assert "keeps 4 pipeline copies of what each GPU receives (the mask and the hidden state)" in words
+    assert "its sliding-window caches hold the window plus one micro-batch of cells" in words
+    assert "one 512-token micro-batch" in words
     german = " ".join(re.sub(r"<[^>]+>", " ", (built_site / "de/methodik/index.html").read_text()).split())
     assert "Mit vLLM 0.33.0 ist gpu_memory_utilization standardmäßig 92" in german
 

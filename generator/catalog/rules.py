@@ -120,10 +120,11 @@ def read_rules(data: Any, path: str, problems: Problems, model_ids: set[str] | N
     )
     training = read_training(top, sources, values["deployment"].weight_formats if values["deployment"] else None, model_ids)
     known = values["deployment"].weight_formats if values["deployment"] else {}
-    values["calculator_old_weights"] = _old_weights(calculator, known) if calculator else None
+    # The old links' formats are checked against the deployment block's, which must have been read first.
+    values["calculator_old_weights"] = _old_weights(calculator, known) if calculator and values["deployment"] else None
     api_page = read_api_page(top, sources) if "api_page" in data else None
     kv_known = values["deployment"].kv_formats if values["deployment"] else {}
-    values["speed"] = read_speed(top, sources, set(known), set(kv_known)) if "speed" in data else None
+    values["speed"] = read_speed(top, sources, set(known), set(kv_known)) if "speed" in data and values["deployment"] else None
     engines = read_engines(top, sources) if "engines" in data else None
     support = read_support(top, sources, values["deployment"], engines) if "support" in data else None
     values["references"] = _references(top, sources)  # after every block, so every source is known

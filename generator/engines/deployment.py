@@ -24,11 +24,11 @@ import functools
 import math
 from dataclasses import dataclass
 
+from gpumem.engines import llamacpp
 from gpumem.records.catalog import Architecture, Model
 from gpumem.records.engines import DeploymentRules, KvFormat, WeightFormat
 
 GIB = 2**30
-LOGIT_BYTES = 4  # 32-bit logits
 
 
 def embedding_params(arch: Architecture) -> int:
@@ -128,16 +128,19 @@ def kv_bytes_per_token_per_gpu(arch: Architecture, kv: KvFormat, gpus: int, runt
     return elements * kv.bytes * sum(slots)
 
 
-def sliding_tokens(arch: Architecture, tokens: int, batch_tokens: int = 0) -> int:
+def sliding_tokens(arch: Architecture, tokens: int, batch_tokens: int = 0, runtime: str = "vllm") -> int:
     """Tokens a sliding-window layer holds for one request of `tokens` tokens.
 
-    Without `batch_tokens`, the window (what the layer reads). With it, what vLLM reserves per request:
-    the last window - 1 computed tokens plus the tokens in flight (reserved_tokens), never more than the
-    request (SlidingWindowSpec.max_admission_blocks_per_request, `min(sliding_window - 1 +
+    Without `batch_tokens`, the window (what the layer reads). With it, what the runtime reserves per
+    request. vLLM: the last window - 1 computed tokens plus the tokens in flight (reserved_tokens), never
+    more than the request (SlidingWindowSpec.max_admission_blocks_per_request, `min(sliding_window - 1 +
     max_in_flight_tokens, max_model_len)`,
     https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/kv_cache_interface.py#L917-L944; the block
-    it adds for a window that starts inside a block, 16 tokens, is left out).
+    it adds for a window that starts inside a block, 16 tokens, is left out). llama.cpp: the window plus
+    one micro-batch of `batch_tokens`, padded to 256 cells (llamacpp.sliding_cells).
     """
+    if runtime == "llama.cpp" and batch_tokens:
+        return llamacpp.sliding_cells(arch, tokens, batch_tokens)
     reserved = arch.attention.window - 1 + batch_tokens if batch_tokens else arch.attention.window
     return min(tokens, reserved)
 
@@ -149,7 +152,7 @@ def kv_cache_bytes_per_gpu(
     """Cache of `sequences` requests of `tokens` tokens on one GPU; sliding-window layers hold their window,
     or vLLM's reservation when `batch_tokens` (max_num_batched_tokens) is given (see sliding_tokens)."""
     elements, (full, sliding) = gpu_cache_share(arch, runtime, gpus)
-    layer_tokens = full * tokens + sliding * sliding_tokens(arch, tokens, batch_tokens)
+    layer_tokens = full * tokens + sliding * sliding_tokens(arch, tokens, batch_tokens, runtime)
     return elements * kv.bytes * layer_tokens * sequences
 
 
@@ -162,7 +165,7 @@ def longest_context(arch: Architecture, kv: KvFormat, free: float, limit: int, r
     low, high = 1, limit
     while low < high:
         middle = (low + high + 1) // 2
-        if per_token * (full * middle + sliding * sliding_tokens(arch, middle, batch_tokens)) <= free:
+        if per_token * (full * middle + sliding * sliding_tokens(arch, middle, batch_tokens, runtime)) <= free:
             low = middle
         else:
             high = middle - 1
@@ -197,11 +200,14 @@ DEFAULTS = Settings()  # vLLM's defaults for every card
 
 
 def reserved_tokens(rules: DeploymentRules, fmt: WeightFormat, batch: Batch) -> int:
-    """The tokens in flight a sliding-window layer reserves for beside its window (see sliding_tokens):
-    every step scheduled but not yet settled may hold a whole max_num_batched_tokens, and vLLM keeps
+    """The tokens a sliding-window layer reserves for beside its window (see sliding_tokens). vLLM: every
+    step scheduled but not yet settled may hold a whole max_num_batched_tokens, and vLLM keeps
     `in_flight_batches` of them with async scheduling, on by default (VllmConfig.max_in_flight_tokens and
-    max_concurrent_batches, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/vllm.py#L587-L608). 0 for llama.cpp."""
-    return rules.in_flight_batches * batch.tokens if fmt.runtime == "vllm" else 0
+    max_concurrent_batches, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/vllm.py#L587-L608).
+    llama.cpp: one micro-batch (n_ubatch)."""
+    if fmt.runtime == "llama.cpp":
+        return rules.llamacpp_batch
+    return rules.in_flight_batches * batch.tokens
 
 
 def batch_defaults(rules: DeploymentRules, card_bytes: float, gpu_id: str) -> Batch:
@@ -215,28 +221,25 @@ def batch_defaults(rules: DeploymentRules, card_bytes: float, gpu_id: str) -> Ba
     return Batch(rules.small_batch_tokens, rules.small_batch_sequences)
 
 
-def runtime_bytes_per_gpu(rules: DeploymentRules, arch: Architecture, fmt: WeightFormat, gpus: int, batch: Batch) -> float:
-    """Memory the runtime takes besides weights and KV cache on each GPU.
+def runtime_bytes_per_gpu(
+    rules: DeploymentRules, arch: Architecture, fmt: WeightFormat, gpus: int, batch: Batch, tokens: int, sequences: int
+) -> float:
+    """Memory the runtime takes besides weights and KV cache on each GPU, serving `sequences` requests of
+    `tokens` tokens.
 
     vLLM: non-torch memory (CUDA context, and NCCL buffers when several GPUs talk) plus the
     activation peak of its profiling run, whose largest part is the sampler's logits for
-    every request slot over the whole vocabulary. llama.cpp: its context and a compute buffer counted as the
-    32-bit logits of its default 512-token micro-batch (n_ubatch,
-    https://github.com/ggml-org/llama.cpp/blob/0c1e57098/common/common.h#L454), kept once per pipeline copy on
-    several GPUs (pipeline parallelism is on when every layer is offloaded to several devices in layer split
-    mode, https://github.com/ggml-org/llama.cpp/blob/0c1e57098/src/llama-context.cpp#L428-L457;
-    GGML_SCHED_MAX_COPIES is 4, https://github.com/ggml-org/llama.cpp/blob/0c1e57098/ggml/CMakeLists.txt#L188).
-    The compute buffer is sized with flash attention on (`-fa on`, as the launch command sets), so no context x
-    batch attention matrix is counted. This term is not yet what that commit allocates: llama-server reserves
-    logits for min(n_ubatch, --parallel) outputs on the output GPU only (src/llama-context.cpp#L628-L674,
-    tools/server/server-context.cpp#L994-L997), the copies are of each GPU's input tensors
-    (ggml/src/ggml-backend.cpp#L1375-L1433), and the per-layer activations of a micro-batch are not counted; no
-    llama.cpp log of that commit is in tests/measurements to size them on, so the older, larger term stays.
+    every request slot over the whole vocabulary. llama.cpp: the CUDA context and the compute buffer of the
+    GPU holding the output layer (llamacpp.compute_bytes, for the graph llama-server reserves with -fa on),
+    with its 4 pipeline copies on several GPUs; no NCCL buffers, which ggml sets up only for its tensor split
+    mode, not the layer split the launch command uses
+    (https://github.com/ggml-org/llama.cpp/blob/0c1e57098/ggml/src/ggml-cuda/ggml-cuda.cu#L957-L962).
     """
-    non_torch = rules.non_torch_bytes + (rules.parallel_bytes if gpus > 1 else 0.0)
     if fmt.runtime == "llama.cpp":
         copies = rules.llamacpp_copies if gpus > 1 else 1
-        return non_torch + copies * LOGIT_BYTES * rules.llamacpp_batch * arch.vocab
+        graph = llamacpp.server_graph(tokens, sequences, rules.llamacpp_batch, copies)
+        return rules.non_torch_bytes + llamacpp.compute_bytes(arch, graph)
+    non_torch = rules.non_torch_bytes + (rules.parallel_bytes if gpus > 1 else 0.0)
     activation = rules.activation_bytes + rules.sampler_bytes * batch.sequences * arch.vocab
     return non_torch + activation
 
@@ -290,7 +293,7 @@ def deployment(
         weights_bytes_per_gpu=weights / gpus,
         kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(model.arch, kv, gpus, fmt.runtime),
         kv_cache_bytes_per_gpu=kv_cache_bytes_per_gpu(model.arch, kv, tokens, sequences, gpus, fmt.runtime, reserved),
-        runtime_bytes_per_gpu=runtime_bytes_per_gpu(rules, model.arch, fmt, gpus, batch),
+        runtime_bytes_per_gpu=runtime_bytes_per_gpu(rules, model.arch, fmt, gpus, batch, tokens, sequences),
         graph_bytes_per_gpu=graph_bytes_per_gpu(rules, fmt, batch),
     )
 

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 
 from gpumem.catalog import config_fields, hf_config
-from gpumem.engines import architecture, deployment, launch
+from gpumem.engines import architecture, deployment, launch, llamacpp
 from gpumem.engines.sizing import Configuration
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, SECONDS_PER_HOUR
 from gpumem.figures.calculator import SORTS, SPEED_DIGITS, default_gpus
@@ -98,7 +98,10 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
                 "hugeCardBytes": dep.huge_card_gib * deployment.GIB,
                 "hugeBatch": {"tokens": dep.huge_batch_tokens, "sequences": dep.huge_batch_sequences},
                 "inFlightBatches": dep.in_flight_batches,
-                "logitBytes": deployment.LOGIT_BYTES,
+                "f32Bytes": llamacpp.F32_BYTES,
+                "f16Bytes": llamacpp.F16_BYTES,
+                "cellPad": llamacpp.CELL_PAD,
+                "feedForwardTensors": llamacpp.FEED_FORWARD_TENSORS,
                 "largeCardBytes": large_card,
                 "largeCardExceptions": list(dep.large_card_exceptions),
                 "largeBatch": {"tokens": dep.large_batch_tokens, "sequences": dep.large_batch_sequences},

@@ -72,10 +72,44 @@
     return (params - kept) * fmt.bits / dep.bitsPerByte + kept * dep.sixteenBitBytes;
   }
 
-  function runtimeBytes(data, arch, fmt, gpus, batch) {
+  // llamacpp.padded and sliding_cells: llama.cpp pads its caches to whole blocks of cells; a sliding-window cache
+  // holds the window plus one micro-batch.
+  function padCells(data, cells) {
+    var pad = data.deployment.cellPad;
+    return Math.ceil(cells / pad) * pad;
+  }
+
+  function slidingCells(data, arch, context) {
+    return padCells(data, Math.min(padCells(data, context), arch.attention.window + data.deployment.llamacppBatch));
+  }
+
+  // llamacpp.compute_bytes for llamacpp.server_graph: the compute buffer llama-server reserves (-fa on) on the GPU
+  // holding the output layer, the larger of a layer's live tensors and the output's, with pipeline copies on several GPUs.
+  function computeBytes(data, arch, context, requests, gpus) {
+    var dep = data.deployment, a = arch.attention, copies = gpus > 1 ? dep.llamacppCopies : 1;
+    var tokens = Math.min(context * requests, dep.llamacppBatch), cells = padCells(data, context);
+    if (a.kind === "sliding" && a.slidingLayers) cells += slidingCells(data, arch, context);
+    var query = arch.heads * arch.headDim, output = query, projections;
+    if (a.kind === "mla") {
+      query = arch.heads * a.latent;
+      output = arch.heads * a.rank;
+      projections = arch.hidden + query + a.latent;
+    } else {
+      projections = arch.hidden + query + 2 * arch.kvHeads * arch.headDim;
+    }
+    var e = arch.experts, tensors = dep.feedForwardTensors, ffn = !e || e.denseLayers ? tensors * arch.intermediate : 0;
+    if (e) ffn = Math.max(ffn, tensors * e.active * e.intermediate, e.active * (e.intermediate + arch.hidden));
+    var hidden = tokens * arch.hidden * dep.f32Bytes, mask = cells * tokens * dep.f16Bytes;
+    var layer = tokens * Math.max(projections, query + output, ffn) * dep.f32Bytes;
+    var out = Math.min(requests, tokens) * (arch.vocab + arch.hidden) * dep.f32Bytes;
+    var kept = copies > 1 ? copies * (mask + hidden) : 0;
+    return Math.max((kept || mask) + hidden + layer, kept + out);
+  }
+
+  function runtimeBytes(data, arch, fmt, gpus, batch, tokens, sequences) {
     var dep = data.deployment;
+    if (fmt.runtime === "llama.cpp") return dep.nonTorchBytes + computeBytes(data, arch, tokens, sequences, gpus);
     var nonTorch = dep.nonTorchBytes + (gpus > 1 ? dep.parallelBytes : 0);
-    if (fmt.runtime === "llama.cpp") return nonTorch + (gpus > 1 ? dep.llamacppCopies : 1) * dep.logitBytes * dep.llamacppBatch * arch.vocab;
     var activation = dep.activationBytes + dep.samplerBytes * batch.sequences * arch.vocab;
     return nonTorch + activation;
   }
@@ -99,11 +133,19 @@
     return [kvElements(arch, 1), [Math.ceil(slots[0] / gpus), Math.ceil(slots[1] / gpus)]];
   }
 
+  // deployment.reserved_tokens: what a sliding-window layer reserves beside its window (vLLM's steps in flight,
+  // llama.cpp's micro-batch).
+  function reservedTokens(data, fmt, batch) {
+    var dep = data.deployment;
+    return fmt.runtime === "llama.cpp" ? dep.llamacppBatch : dep.inFlightBatches * batch.tokens;
+  }
+
   // deployment.kv_cache_bytes_per_gpu: `sequences` requests of `tokens` tokens; sliding-window layers hold their
   // window, or vLLM's reservation (window - 1 + the tokens in flight, deployment.reserved_tokens) when batchTokens is given.
   function kvCache(data, arch, kv, tokens, sequences, gpus, runtime, batchTokens) {
     var share = cacheShare(data, arch, runtime, gpus), slots = share[1], window = arch.attention.window;
-    var held = Math.min(tokens, batchTokens ? window - 1 + batchTokens : window);
+    var held = runtime === "llama.cpp" && batchTokens ? slidingCells(data, arch, tokens)
+      : Math.min(tokens, batchTokens ? window - 1 + batchTokens : window);
     var layerTokens = slots[0] * tokens + slots[1] * held;
     return share[0] * kv.bytes * layerTokens * sequences;
   }
@@ -114,8 +156,8 @@
     var share = cacheShare(data, arch, fmt.runtime, gpus);
     var need = { gpus: gpus, weights: weights, weightsPerGpu: weights / gpus,
       kvPerToken: share[0] * kv.bytes * (share[1][0] + share[1][1]),
-      kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime, fmt.runtime === "vllm" ? data.deployment.inFlightBatches * batch.tokens : 0),
-      runtime: runtimeBytes(data, arch, fmt, gpus, batch), graph: graphBytes(data, fmt, batch) };
+      kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime, reservedTokens(data, fmt, batch)),
+      runtime: runtimeBytes(data, arch, fmt, gpus, batch, tokens, sequences), graph: graphBytes(data, fmt, batch) };
     need.perGpu = need.weightsPerGpu + need.runtime + need.graph + need.kv;
     return need;
   }

@@ -42,13 +42,15 @@ def table(found: tuple[Row, ...]) -> str:
     for row in found:
         bound = f"±{BOUNDS[row.check]:.0%}" if not row.excluded else f"not enforced: {row.excluded}"
         lines.append(
-            f"| {row.point} | {row.check} | {_shown(row.measured, row.check)} | {_shown(row.predicted, row.check)} | {row.error:+.1%} | {bound} |"
+            f"| {row.point} | {row.check}{f' ({row.device})' if row.device else ''} | {_shown(row.measured, row.check)} | {_shown(row.predicted, row.check)} | {row.error:+.1%} | {bound} |"
         )
     return "\n".join(lines)
 
 
 def _shown(value: float, check: str) -> str:
-    return f"{value:,.0f} B/token" if check == "kv" and value < 10**7 else f"{value / 2**30:,.2f} GiB"
+    if check == "kv" and value < 10**7:
+        return f"{value:,.0f} B/token"
+    return f"{value / 2**20:,.2f} MiB" if check == "compute" else f"{value / 2**30:,.2f} GiB"
 
 
 if __name__ == "__main__":
