@@ -6,8 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpumem.catalog.inputs import load_catalog
 from gpumem.engines import sizing
+from gpumem.engines.deployment import DEFAULTS
 from gpumem.records.catalog import Gpu, Offer
+
+from .project import CATALOGS
 
 
 def gpu(gpu_id: str, memory_gb: float) -> Gpu:
@@ -145,3 +149,25 @@ def test_chosen_configuration_holds_the_need_and_nothing_smaller_does(market, ne
         assert not (other.memory_gb == best.memory_gb and other.count == best.count and other.price_per_hour < best.price_per_hour)
     assert all(o.memory_gb == best.memory_gb and o.count == best.count for o in choice.options)
     assert [o.price_per_hour for o in choice.options] == sorted(o.price_per_hour for o in choice.options)
+
+
+def test_fits_come_cheapest_first_from_one_plan_per_formats_and_offers():
+    """deployment_fits works out which GPUs run the formats once per formats and offers (sizing.remembered_plan) and
+    lists the fits cheapest first, then fewer GPUs, then by GPU id: the same as over a fresh list of the offers."""
+    catalog = load_catalog(CATALOGS)
+    rules = catalog.rules.deployment
+    assert rules is not None
+    model, fmt, kv = catalog.model("llama-3.1-70b"), rules.weight_formats["awq"], rules.kv_formats["bf16"]
+    offered = sizing.offered_configurations(catalog.gpus, catalog.snapshot.offers, catalog.rules.gpu_counts)
+    sizing.forget()
+    first = sizing.remembered_plan(rules, fmt, kv, offered, catalog.rules.support, DEFAULTS)
+    assert sizing.remembered_plan(rules, fmt, kv, offered, catalog.rules.support, DEFAULTS) is first
+    assert [p.configuration for p in first] == sorted(
+        (p.configuration for p in first), key=lambda c: (c.price_per_hour, c.total_gpus, c.gpu.id)
+    )
+    kept = sizing.deployment_fits(rules, model, fmt, kv, 8192, 1, offered, 3, catalog.rules.support)
+    fresh = sizing.deployment_fits(rules, model, fmt, kv, 8192, 1, list(offered), 3, catalog.rules.support)
+    assert kept == fresh and len(kept) > 3
+    assert [fit.configuration for fit in kept] == sorted((fit.configuration for fit in kept), key=sizing.cheapest_first)
+    sizing.forget()
+    assert sizing.remembered_plan(rules, fmt, kv, offered, catalog.rules.support, DEFAULTS) is not first

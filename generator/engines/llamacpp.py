@@ -32,10 +32,13 @@ allocator may never reuse (ggml/src/ggml-backend.cpp#L1375-L1433).
 Left out: positions and row indices (4 bytes a token), norms computed in place, and the allocator's
 alignment. Checked against public logs of older builds (catalogs/measurements/serving.yaml, check
 `compute`), which reserved logits for the whole micro-batch: `outputs` is a parameter for that reason.
+`compute_bytes` is remembered (functools.cache, its arguments frozen records) and emptied with the
+deployment engine's calls (deployment.forget).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -118,6 +121,7 @@ def feed_forward_elements(arch: Architecture) -> int:
     return max(dense, routed)
 
 
+@functools.cache
 def compute_bytes(arch: Architecture, graph: Graph, output_layer: bool = True) -> int:
     """The compute buffer of one GPU (the one holding the output layer unless `output_layer` is False):
     the larger of a layer's live set and the output's. Without pipeline copies the mask is freed before

@@ -189,6 +189,74 @@ class Fit:
         return self.need.total_bytes_per_gpu / self.budget_bytes
 
 
+@dataclass(frozen=True)
+class Planned:
+    """One single-machine configuration whose GPU runs the formats: the weights it runs with (a stand-in or
+    the asked ones), the slower path if any, and vLLM's batch defaults and budget for its card."""
+
+    configuration: Configuration
+    weights: WeightFormat
+    stands_in: bool
+    via: str
+    batch: deployment.Batch
+    budget: float
+
+
+def cheapest_first(configuration: Configuration) -> tuple:
+    """The order fits are listed in: price per hour, then fewer GPUs, then the GPU id."""
+    return (configuration.price_per_hour, configuration.total_gpus, configuration.gpu.id)
+
+
+# The plans of this build, by the identity of the objects they were made from (the rules, the offers and
+# the support table are records a build makes once and does not change), kept with those objects so that
+# an identity is never reused while its plan is kept; emptied by forget() at each build.
+_PLANS: dict[tuple, tuple[tuple[object, ...], tuple[Planned, ...]]] = {}
+
+
+def remembered_plan(
+    rules: DeploymentRules,
+    fmt: WeightFormat,
+    kv: KvFormat,
+    configurations: Iterable[Configuration],
+    support_rules: SupportRules | None,
+    settings: deployment.Settings,
+) -> tuple[Planned, ...]:
+    """What deployment_fits tries, cheapest first: everything in it but the model and the workload. Worked out
+    once per formats and settings for the same rules, offers and support table (a model page asks for some
+    twenty fits, each over the same forty configurations); a one-off set of offers (a single GPU, as the
+    speed rows ask) is not kept."""
+    key = (id(rules), id(configurations), id(support_rules), fmt, kv, settings)
+    known = _PLANS.get(key)
+    if known is not None and known[0][0] is rules and known[0][1] is configurations and known[0][2] is support_rules:
+        return known[1]
+    found = []
+    engines: dict[str, tuple[support.Serving, str]] = {}  # per GPU: what serves the formats on it, and the slower path
+    cards: dict[str, tuple[deployment.Batch, float]] = {}  # per GPU: its batch defaults and its budget
+    for configuration in sorted(configurations, key=cheapest_first):
+        gpu = configuration.gpu
+        if configuration.machines > 1:
+            continue
+        if gpu.id not in engines:
+            served = support.serving(support_rules, rules.weight_formats, fmt, kv, gpu)
+            slower = support.fallback(support_rules, served.weights.runtime, served.weights, gpu) if support_rules else ""
+            engines[gpu.id] = (served, slower)
+            card = gpu.runtime_bytes
+            cards[gpu.id] = (settings.applied(deployment.batch_defaults(rules, card, gpu.id)), deployment.budget_bytes(rules, card))
+        served, via = engines[gpu.id]
+        if served.runs:
+            batch, budget = cards[gpu.id]
+            found.append(Planned(configuration, served.weights, served.stands_in, via, batch, budget))
+    made = tuple(found)
+    if isinstance(configurations, tuple) and len(configurations) > 1:
+        _PLANS[key] = ((rules, configurations, support_rules), made)
+    return made
+
+
+def forget() -> None:
+    """Empty the remembered plans (figures.site_figures does so at each build)."""
+    _PLANS.clear()
+
+
 def deployment_fits(
     rules: DeploymentRules,
     model: Model,
@@ -212,36 +280,25 @@ def deployment_fits(
     for each pair they make (a few) rather than for every configuration (some forty).
     """
     found = []
-    cards: dict[str, tuple[deployment.Batch, float]] = {}  # per GPU: its batch defaults and its budget
     needs: dict[tuple[str, int, int, int, bool], tuple[Deployment, float]] = {}  # the need and its total per GPU
     roomy: dict[tuple[str, int, int, int, bool], float] = {}
-    engines: dict[str, tuple[support.Serving, str]] = {}  # per GPU: what serves the formats on it, and the slower path
-    for configuration in configurations:
-        count, gpu = configuration.count, configuration.gpu
-        if configuration.machines > 1:
-            continue
-        if gpu.id not in engines:
-            served = support.serving(support_rules, rules.weight_formats, fmt, kv, gpu)
-            slower = support.fallback(support_rules, served.weights.runtime, served.weights, gpu) if support_rules else ""
-            engines[gpu.id] = (served, slower)
-        served, via = engines[gpu.id]
-        use = served.weights
-        if not served.runs:
-            continue
-        if use.runtime == "vllm" and not deployment.valid_tensor_parallel(model.arch, count):
-            continue
-        if gpu.id not in cards:
-            card = gpu.runtime_bytes
-            cards[gpu.id] = (settings.applied(deployment.batch_defaults(rules, card, gpu.id)), deployment.budget_bytes(rules, card))
-        batch, budget = cards[gpu.id]
+    valid: dict[int, bool] = {}
+    for planned in remembered_plan(rules, fmt, kv, configurations, support_rules, settings):
+        use, batch, count = planned.weights, planned.batch, planned.configuration.count
+        if use.runtime == "vllm":
+            if count not in valid:
+                valid[count] = deployment.valid_tensor_parallel(model.arch, count)
+            if not valid[count]:
+                continue
         key = (use.name, count, batch.tokens, batch.sequences, batch.cuda_graphs)
         if key not in needs:
             need = deployment.deployment(rules, model, use, kv, count, tokens, requests, batch)
             needs[key] = (need, need.total_bytes_per_gpu)
         need, total = needs[key]
-        if total >= budget:
+        if total >= planned.budget:
             continue
         if key not in roomy:
             roomy[key] = deployment.deployment(rules, model, use, kv, count, tokens, requests + more_requests, batch).total_bytes_per_gpu
-        found.append(Fit(configuration, need, budget, roomy[key] < budget, use if served.stands_in else None, via))
-    return tuple(sorted(found, key=lambda fit: (fit.configuration.price_per_hour, fit.configuration.total_gpus, fit.configuration.gpu.id)))
+        stand_in = use if planned.stands_in else None
+        found.append(Fit(planned.configuration, need, planned.budget, roomy[key] < planned.budget, stand_in, planned.via))
+    return tuple(found)  # the plan is cheapest first

@@ -16,6 +16,7 @@ from typing import TypeVar
 from gpumem.catalog.links import Citations, citations
 from gpumem.catalog.price_checks import Comparison, compare_prices
 from gpumem.engines import deployment as engine
+from gpumem.engines import sizing
 from gpumem.figures.apis import ApiGuide, api_guide
 from gpumem.figures.calculator import CalculatorPage, calculator_page
 from gpumem.figures.calculator_data import PresetFiles, calculator_data, counting_file, preset_files
@@ -88,6 +89,7 @@ class SiteFigures:
 def site_figures(catalog: Catalog) -> SiteFigures:
     """Every page's figures, computed once from the catalog and its snapshot."""
     engine.forget()  # remembered within this build only
+    sizing.forget()
     shop = Shop(catalog)
     deployment = catalog.rules.deployment
     limits = catalog.rules.calculator_limits
