@@ -151,5 +151,11 @@ BROWSER_FIXTURES = {"page", "context", "browser", "browser_type", "launch_browse
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
+        shadowing = BROWSER_FIXTURES & set(getattr(getattr(item, "callspec", None), "params", ()))
+        if shadowing:  # the parameter would replace the fixture and still put the test in the slow tier, with a browser
+            raise pytest.UsageError(f"{item.nodeid}: a parameter named {', '.join(sorted(shadowing))} shadows a Playwright fixture")
         if item.module.__name__.rpartition(".")[2] in SLOW_MODULES or BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    # The slow tier first (a stable sort: each module's tests keep their order): its long tests (kill -9,
+    # Lighthouse, the Nu validator) start early, and a session of both tiers ends on the fast tier's short ones.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

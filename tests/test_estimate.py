@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
+from click.testing import CliRunner
+
+from gpumem.cli.main import main
 
 from .project import CATALOGS, REPO
 
@@ -14,7 +16,13 @@ CONFIGS = REPO / "tests/fixtures/hf_configs"
 
 
 def gpumem(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpumem", "--project", str(REPO), *args], capture_output=True, text=True, timeout=120)
+    """`gpumem ARGS` in this process (click's runner: no interpreter to start for each of these tests), its exit code
+    and what it wrote to stdout and stderr; an exception the command did not turn into its message fails the test, as
+    its traceback would in a terminal. (tests/test_cli.py and tests/test_package.py run the command as a process.)"""
+    done = CliRunner().invoke(main, ["--project", str(REPO), *args])
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        raise done.exception
+    return subprocess.CompletedProcess(["gpumem", *args], done.exit_code, done.stdout, done.stderr)
 
 
 def estimate(*args: str) -> subprocess.CompletedProcess:

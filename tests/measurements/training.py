@@ -64,7 +64,9 @@ def points() -> list[dict[str, Any]]:
     return yaml.safe_load((HERE / "training.yaml").read_text())["points"]
 
 
+@functools.cache
 def rules() -> tuple[TrainingRules, DeploymentRules]:
+    """The fixture catalog's training and deployment rules, read once (the fits below ask for them per row)."""
     loaded = load_catalog(REPO / "tests" / "fixtures" / "catalogs").rules
     assert loaded.training is not None and loaded.deployment is not None
     return loaded.training, loaded.deployment
