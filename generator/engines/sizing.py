@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpumem.engines import deployment, support
 from gpumem.engines.deployment import Deployment
@@ -229,23 +229,21 @@ def remembered_plan(
     known = _PLANS.get(key)
     if known is not None and known[0][0] is rules and known[0][1] is configurations and known[0][2] is support_rules:
         return known[1]
+    per_gpu: dict[str, Planned | None] = {}  # what each GPU runs the formats with, its batch and budget; None: it cannot
     found = []
-    engines: dict[str, tuple[support.Serving, str]] = {}  # per GPU: what serves the formats on it, and the slower path
-    cards: dict[str, tuple[deployment.Batch, float]] = {}  # per GPU: its batch defaults and its budget
     for configuration in sorted(configurations, key=cheapest_first):
         gpu = configuration.gpu
         if configuration.machines > 1:
             continue
-        if gpu.id not in engines:
+        if gpu.id not in per_gpu:
             served = support.serving(support_rules, rules.weight_formats, fmt, kv, gpu)
-            slower = support.fallback(support_rules, served.weights.runtime, served.weights, gpu) if support_rules else ""
-            engines[gpu.id] = (served, slower)
-            card = gpu.runtime_bytes
-            cards[gpu.id] = (settings.applied(deployment.batch_defaults(rules, card, gpu.id)), deployment.budget_bytes(rules, card))
-        served, via = engines[gpu.id]
-        if served.runs:
-            batch, budget = cards[gpu.id]
-            found.append(Planned(configuration, served.weights, served.stands_in, via, batch, budget))
+            via = support.fallback(support_rules, served.weights.runtime, served.weights, gpu) if support_rules else ""
+            batch = settings.applied(deployment.batch_defaults(rules, gpu.runtime_bytes, gpu.id))
+            budget = deployment.budget_bytes(rules, gpu.runtime_bytes)
+            per_gpu[gpu.id] = Planned(configuration, served.weights, served.stands_in, via, batch, budget) if served.runs else None
+        planned = per_gpu[gpu.id]
+        if planned is not None:
+            found.append(replace(planned, configuration=configuration))
     made = tuple(found)
     if isinstance(configurations, tuple) and len(configurations) > 1:
         _PLANS[key] = ((rules, configurations, support_rules), made)
