@@ -24,6 +24,9 @@ CHROME_FLAGS = (
 )
 # Budgets of the product: performance on mobile, and perfect scores for the rest.
 BUDGETS = {"performance": 0.95, "accessibility": 1.0, "best-practices": 1.0, "seo": 1.0}
+# Performance is a timing (Lighthouse loads the page on a simulated slow phone, but the trace it
+# simulates from is taken on this machine), so only this benchmark scores it; the tests check the rest.
+TIMED = ("performance",)
 PAGES = {
     "es": ["", "guias/memoria-gpu/", "calculadora/", "modelos/llama-3.1-70b/"],
     "en": ["", "guides/gpu-memory/", "calculator/", "models/llama-3.1-70b/"],
@@ -33,11 +36,12 @@ PAGES = {
 }
 
 
-def scores(url: str, preset: str) -> dict[str, float]:
-    """The four category scores Lighthouse gives a page with the mobile or desktop preset."""
+def scores(url: str, preset: str, categories: tuple[str, ...] = tuple(BUDGETS)) -> dict[str, float]:
+    """The category scores Lighthouse gives a page with the mobile or desktop preset."""
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "report.json"
         command = [str(LIGHTHOUSE), url, "--quiet", "--output=json", f"--output-path={report}", f"--chrome-flags={CHROME_FLAGS}"]
+        command.append(f"--only-categories={','.join(categories)}")
         if preset == "desktop":
             command.append("--preset=desktop")
         env = {**os.environ, "CHROME_PATH": "/usr/bin/chromium"}
@@ -47,11 +51,11 @@ def scores(url: str, preset: str) -> dict[str, float]:
 
 
 def under_budget(found: dict[str, float], preset: str) -> list[str]:
-    """Categories under their budget (performance is budgeted on mobile only)."""
+    """Categories scored in `found` that are under their budget (performance is budgeted on mobile only)."""
     return [
         f"{name} {score:.2f} < {limit:.2f}"
         for name, limit in BUDGETS.items()
-        if (score := found[name]) < limit and not (name == "performance" and preset == "desktop")
+        if name in found and (score := found[name]) < limit and not (name == "performance" and preset == "desktop")
     ]
 
 
