@@ -209,6 +209,11 @@ def prices_diff(old: Path, new: Path, catalogs: Path | None) -> None:
 @click.option("--config", type=click.Path(path_type=Path, dir_okay=False), help="A Hugging Face config.json instead of a catalog model.")
 @click.option("--params", type=float, help="Billions of parameters instead of a model: the architecture is estimated from them.")
 @click.option(
+    "--checkpoint",
+    type=click.Path(path_type=Path),
+    help="Serving: a local .safetensors or .gguf file, model.safetensors.index.json or their folder, whose headers weigh the weights.",
+)
+@click.option(
     "--mode", type=click.Choice(("serve", "full", "lora", "qlora")), default="serve", show_default=True, help="Serve, or fine-tune."
 )
 @click.option("--gpus", type=int, default=1, show_default=True, help="GPUs the model is split over (tensor parallelism), or trains on.")
@@ -273,6 +278,8 @@ def estimate_command(
         raise click.UsageError("give exactly one of --model ID, --config PATH or --params BILLIONS")
     if gpu_id is not None and not with_speed:
         raise click.UsageError("--gpu picks the configuration --speed reports: give --speed too")
+    if options["checkpoint"] is not None and mode != "serve":
+        raise click.UsageError(f"--checkpoint weighs the weights a server loads: it serves, not --mode {mode}")
     fields = estimate_training.TRAINING_FLAGS
     training = estimate_training.TrainingRequest(mode, **{name: options.pop(name) for name in fields})
     request = estimate.Request(model=model_id, config=config, **options)

@@ -10,16 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpumem.catalog.checkpoint import Checkpoint
 from gpumem.catalog.hf_config import model_from_config
 from gpumem.catalog.inputs import label, load_catalog
 from gpumem.catalog.load import parse_json, read_text, read_yaml
 from gpumem.catalog.rules import read_rules
 from gpumem.catalog.validate import Invalid
+from gpumem.commands.estimate_checkpoint import checkpoint_json, checkpoint_problems, checkpoint_text, weighed_checkpoint
 from gpumem.engines import architecture, deployment, launch, support
 from gpumem.engines.sizing import Fit, deployment_fits, offered_configurations
 from gpumem.engines.support import Refusal
 from gpumem.errors import BuildError, Problems
-from gpumem.records.catalog import Catalog, Model
+from gpumem.records.catalog import Catalog, Model, Weighed
 from gpumem.records.engines import DeploymentRules, KvFormat, WeightFormat
 
 GB = 1e9
@@ -45,6 +47,7 @@ class Request:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     enforce_eager: bool | None = None
+    checkpoint: Path | None = None  # a local checkpoint whose headers give the weights' exact bytes
 
     @property
     def settings(self) -> deployment.Settings:
@@ -67,6 +70,7 @@ class Estimate:
     version: str = ""  # the pinned version of the engine that serves the format (rules.yaml, engines)
     command: launch.Launch | None = None  # the command that serves it on the GPUs asked for
     refused: tuple[Refusal, ...] = ()  # the GPUs on offer whose engine cannot run these formats, one each
+    checkpoint: Checkpoint | None = None  # the checkpoint whose headers gave the weights' bytes
 
 
 def serving_defaults(options: dict[str, Any]) -> dict[str, Any]:
@@ -134,8 +138,10 @@ def estimate(catalogs: Path, request: Request) -> Estimate:
     rules = catalog.rules.deployment
     assert rules is not None  # validated with the catalogs
     model = model_of(catalog, request)
+    checkpoint = weighed_checkpoint(request.checkpoint)
     problems = []
-    weights = request.weights or model.release
+    weights = request.weights or (checkpoint and checkpoint.format) or model.release
+    problems += checkpoint_problems(checkpoint, model, weights)
     if weights not in rules.weight_formats:
         problems.append(f"--weights: unknown weight format {weights!r} (expected one of {', '.join(rules.weight_formats)})")
     if request.kv not in rules.kv_formats:
@@ -168,6 +174,8 @@ def estimate(catalogs: Path, request: Request) -> Estimate:
         raise BuildError([f"--gpus: vLLM cannot split {model.name}'s {heads} over {request.gpus} GPUs; it accepts {_listed(counts)}"])
     if request.utilization is not None:
         rules = dataclasses.replace(rules, utilization=request.utilization)
+    if checkpoint is not None:
+        model = dataclasses.replace(model, weighed=Weighed(weights, checkpoint.bytes))
     batch = request.settings.applied(deployment.Batch(rules.large_batch_tokens, rules.large_batch_sequences))
     need = deployment.deployment(rules, model, fmt, kv, request.gpus, context, request.requests, batch)
     configurations = offered_configurations(catalog.gpus, catalog.snapshot.offers, catalog.rules.gpu_counts)
@@ -179,9 +187,8 @@ def estimate(catalogs: Path, request: Request) -> Estimate:
     work = launch.Workload(request.gpus, context, request.requests)
     settings = launch.Settings(rules.utilization, request.max_num_batched_tokens, bool(request.enforce_eager), request.max_num_seqs)
     command = launch.launch(model, fmt, kv, work, settings, version)
-    return Estimate(
-        model, weights, request.kv, context, request.requests, rules, need, counts, fits, catalog, batch, version, command, refused
-    )
+    parts = (need, counts, fits, catalog, batch, version, command, refused, checkpoint)
+    return Estimate(model, weights, request.kv, context, request.requests, rules, *parts)
 
 
 def _setting_problems(request: Request) -> list[str]:
@@ -257,6 +264,7 @@ def as_json(result: Estimate) -> str:
         "requests": result.requests,
         "gpus": need.gpus,
         "weights_bytes": round(need.weights_bytes),
+        **({"checkpoint": checkpoint_json(result.checkpoint)} if result.checkpoint else {}),
         "weights_bytes_per_gpu": round(need.weights_bytes_per_gpu),
         "kv_bytes_per_token_per_gpu": round(need.kv_bytes_per_token_per_gpu),
         "kv_cache_bytes_per_gpu": round(need.kv_cache_bytes_per_gpu),
@@ -302,6 +310,8 @@ def as_text(result: Estimate, currency: str = "USD") -> str:
     ]
     if model.id == ESTIMATED_ID and result.catalog is not None:
         lines.insert(1, "  " + estimated_line(result.catalog, model))
+    if result.checkpoint is not None:
+        lines.insert(2, f"               read from the headers of {result.checkpoint.path}: {checkpoint_text(result.checkpoint)}")
     for fit in result.fits:
         config = fit.configuration
         tag = "comfortable" if fit.comfortable else "tight"

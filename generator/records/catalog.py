@@ -80,6 +80,14 @@ class Repo:
 
 
 @dataclass(frozen=True)
+class Weighed:
+    """A checkpoint's exact bytes in one weight format, read from its headers (`--checkpoint`)."""
+
+    format: str  # a weight format of rules.yaml
+    bytes: int
+
+
+@dataclass(frozen=True)
 class Model:
     """One catalog model."""
 
@@ -97,6 +105,7 @@ class Model:
     release: str = "bf16"  # the weight format of the official checkpoint
     vision_params_b: float = 0.0  # a vision tower, kept at 16 bits by quantized formats
     repos: dict[str, Repo] = field(default_factory=dict)  # by weight format: where each checkpoint is published
+    weighed: Weighed | None = None  # the bytes of a checkpoint the reader has, in its format (gpumem estimate)
 
     def __hash__(self) -> int:
         """The id's hash: equal models have one id, and an engine's remembered call (engines/deployment.py)
