@@ -4,7 +4,9 @@ safetensors library), GGUF by the gguf package's writer."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 import struct
 from pathlib import Path
 
@@ -15,8 +17,13 @@ from safetensors.numpy import save_file
 
 from gpumem.catalog.checkpoint import Tensor, read_checkpoint
 from gpumem.catalog.validate import Invalid
+from gpumem.figures import calculator as compute_calculator
 
-from .test_estimate import estimate
+from .conftest import edit
+from .javascript import preset_folder
+from .project import CATALOGS
+from .test_calculator import CATALOG, SHOP, raw_state
+from .test_estimate import estimate, gpumem
 
 BYTES = {"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4, "U8": 1}
 
@@ -247,6 +254,81 @@ def test_estimate_refuses_a_checkpoint_of_another_model_and_fine_tuning(tiny):
     assert "--checkpoint weighs the weights a server loads: it serves, not --mode lora" in tuned.stderr
     missing = estimate("--config", str(tiny / "config.json"), "--checkpoint", str(tiny / "absent"))
     assert (missing.returncode, missing.stderr) == (
+        1,
+        f"--checkpoint: {tiny / 'absent'}: no such file or folder\n1 problem found; nothing was written.\n",
+    )
+
+
+AWQ_70B = "      awq: {repo: hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4, "
+GIVEN = 41_000_000_000  # a made-up size for the fixture's Llama 3.1 70B AWQ repository (its counted weights: 39,765,832,864 bytes)
+
+
+def test_a_catalog_checkpoint_s_bytes_are_its_weights_in_its_format_alone(tmp_path):
+    shutil.copytree(CATALOGS, tmp_path / "catalogs")
+    edit(tmp_path / "catalogs/models.yaml", AWQ_70B, AWQ_70B + f"bytes: {GIVEN}, ")
+    asked = ("--catalogs", str(tmp_path / "catalogs"), "--model", "llama-3.1-70b", "--json")
+    awq = json.loads(gpumem("estimate", *asked, "--weights", "awq").stdout)
+    assert (awq["weights_bytes"], "checkpoint" in awq) == (GIVEN, False)
+    assert json.loads(gpumem("estimate", *asked, "--weights", "gptq").stdout)["weights_bytes"] == 39765832864
+
+
+def test_calculator_js_weighs_a_preset_s_checkpoint_as_python_does_while_the_form_keeps_its_parameters(scripts, built_site):
+    """The preset file with the bytes added to its AWQ repository, as figures/calculator_data writes them; then
+    the same form with another parameter count, which weighs the weights by their bits again."""
+    model = CATALOG.model("llama-3.1-70b")
+    weighed = dataclasses.replace(model, repos={**model.repos, "awq": dataclasses.replace(model.repos["awq"], bytes=GIVEN)})
+    edited = dataclasses.replace(model, params_b=model.params_b + 1)
+    row = json.loads((preset_folder(built_site) / "llama-3.1-70b.json").read_text())
+    given = json.loads(json.dumps(row))
+    given[-1]["repos"]["awq"].append(GIVEN)
+    raw = {**raw_state("llama-3.1-70b", "serve", "awq", "bf16", 4, 8192, None), "gpus": "2"}
+    asked = {"raw": raw, "given": given, "row": row, "params": str(edited.params_b)}
+    results = scripts.evaluate(JS_WEIGHED, asked)
+    for result, expected_model in zip(results, (weighed, edited), strict=True):
+        expected = compute_calculator.serving(CATALOG, SHOP, expected_model, "awq", "bf16", 2, 8192, 4).need
+        assert result["weights"] == pytest.approx(expected.weights_bytes, rel=1e-12, abs=0)
+        assert result["perGpu"] == pytest.approx(expected.total_bytes_per_gpu, rel=1e-12, abs=0)
+    assert results[0]["weights"] == GIVEN
+
+
+JS_WEIGHED = """({raw, given, row, params}) => {
+    const data = JSON.parse(document.getElementById("calculator-data").textContent);
+    const c = window.gpumemCalculator;
+    c.remember(given);
+    const found = [raw, {...raw, params}].map(asked => c.serve(data, c.validate(data, asked).state));
+    c.remember(row);  // the scripts are the session's: the preset as the build published it again
+    return found;
+}"""
+
+
+def test_models_add_drafts_the_checkpoint_s_repository_with_its_bytes(tiny):
+    source = "https://huggingface.co/acme/tiny/blob/main/config.json"
+    done = gpumem(
+        "models",
+        "add",
+        "--catalogs",
+        str(CATALOGS),
+        str(tiny / "config.json"),
+        "--id",
+        "tiny",
+        "--source",
+        source,
+        "--checkpoint",
+        str(tiny),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-3] == f'    repos: {{bf16: {{repo: "acme/tiny", bytes: 2886144, source: "{source}"}}}}'
+    gguf = gguf_file(tiny / "tiny-Q4_K_M.gguf", LlamaFileType.MOSTLY_Q4_K_M, {k.replace("model.", ""): v for k, v in tiny_shapes().items()})
+    drafted = gpumem(
+        "models", "add", "--catalogs", str(CATALOGS), str(tiny / "config.json"), "--checkpoint", str(gguf)
+    ).stdout.splitlines()[-3]
+    fill = '"TODO: owner/name on Hugging Face"'
+    assert (
+        drafted
+        == f'    repos: {{q4_k_m: {{repo: {fill}, file: "tiny-Q4_K_M.gguf", bytes: 816128, source: "TODO: the page of the checkpoint\'s files"}}}}'
+    )
+    other = gpumem("models", "add", "--catalogs", str(CATALOGS), str(tiny / "config.json"), "--checkpoint", str(tiny / "absent"))
+    assert (other.returncode, other.stderr) == (
         1,
         f"--checkpoint: {tiny / 'absent'}: no such file or folder\n1 problem found; nothing was written.\n",
     )

@@ -22,7 +22,19 @@ from .conftest import NOW, SNAPSHOT, edit, tree
 from .project import copy_project, published
 
 # The libraries pyproject.toml declares, as the fingerprint names them (normalized distribution names).
-DECLARED = ["babel", "click", "ghp_import", "jinja2", "markdown", "markupsafe", "pyyaml", "tdewolff_minify", "watchdog"]
+DECLARED = [
+    "babel",
+    "click",
+    "gguf",
+    "ghp_import",
+    "jinja2",
+    "markdown",
+    "markupsafe",
+    "pyyaml",
+    "safetensors",
+    "tdewolff_minify",
+    "watchdog",
+]
 
 
 @pytest.fixture(scope="module")

@@ -73,6 +73,8 @@ def test_every_library_the_code_imports_is_declared():
         "minify": "tdewolff-minify",
         "watchdog": "watchdog",
         "ghp_import": "ghp-import",
+        "safetensors": "safetensors",
+        "gguf": "gguf",
     }
     imported = set()
     for source in (REPO / "generator").rglob("*.py"):

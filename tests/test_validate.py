@@ -364,6 +364,15 @@ def test_a_repository_is_checked(root):
     ]
 
 
+def test_a_checkpoint_s_bytes_are_a_positive_whole_number(root):
+    awq = "      awq: {repo: hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4, "
+    edit(root / MODELS, awq, awq + "bytes: 4.1e10, ")
+    line = line_of(root / MODELS, "bytes: 4.1e10,")
+    assert problems(root) == [f"catalogs/models.yaml:{line}: llama-3.1-70b: repos.awq.bytes: expected a positive integer, got '4.1e10'"]
+    edit(root / MODELS, "bytes: 4.1e10,", "bytes: 1000000000000001,")
+    assert problems(root) == [f"catalogs/models.yaml:{line}: llama-3.1-70b: repos.awq.bytes: expected at most 1e+15, got 1000000000000001"]
+
+
 def test_a_repository_needs_a_known_format_and_a_gguf_file(root):
     edit(root / MODELS, "      awq: {repo: Qwen/Qwen2.5-7B-Instruct-AWQ,", "      awq4: {repo: Qwen/Qwen2.5-7B-Instruct-AWQ,")
     edit(root / MODELS, "file: Qwen3-8B-Q8_0.gguf,", "file: Qwen3-8B-Q8_0.bin,")

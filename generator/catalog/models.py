@@ -84,7 +84,8 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
 
 
 LICENSE_FIELDS = ("name", "kind", "url")
-REPO_FIELDS = ("repo", "file", "source")
+REPO_FIELDS = ("repo", "file", "bytes", "source")
+MAX_CHECKPOINT_BYTES = 10**15  # a petabyte: above the largest model the calculator takes, at 32 bits
 HF_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 HF_PAGE = re.compile(r"https://huggingface\.co/([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(/.*)?")
 
@@ -124,10 +125,11 @@ def read_repos(entry: Entry, formats: set[str] | None, release: str | None, sour
             continue
         item.check_keys(REPO_FIELDS)
         repo, file = item.get("repo", hf_repo), item.get("file", gguf_file, required=False, default="")
+        size = item.get("bytes", at_most(positive_int, MAX_CHECKPOINT_BYTES), required=False, default=0)
         where = item.get("source", url)
         section.failed = section.failed or item.failed
         if repo and where and not item.failed:
-            found[name] = Repo(name, repo, where, file or "")
+            found[name] = Repo(name, repo, where, file or "", size or 0)
     entry.failed = entry.failed or section.failed
     return found
 

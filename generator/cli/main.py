@@ -314,12 +314,17 @@ def models_group() -> None:
 @click.option("--name", help="Display name (default: the id).")
 @click.option("--source", help="Where the config was read, e.g. its Hugging Face URL.")
 @click.option("--catalogs", type=PATH, help="Folder whose rules.yaml bounds the config's counts (default: the project's catalogs/).")
-def models_add(config: Path, model_id: str | None, name: str | None, source: str | None, catalogs: Path | None) -> None:
+@click.option(
+    "--checkpoint", type=click.Path(path_type=Path), help="Its local checkpoint (as for estimate): the draft gives its exact bytes."
+)
+def models_add(
+    config: Path, model_id: str | None, name: str | None, source: str | None, catalogs: Path | None, checkpoint: Path | None
+) -> None:
     """Print a models.yaml entry drafted from a config.json (append it, then fill the licence)."""
     from gpumem.commands.estimate import draft_entry
 
     folder = options_from(catalogs, None, None, False).catalogs
-    click.echo(draft_entry(config, folder, model_id, name, source), nl=False)
+    click.echo(draft_entry(config, folder, model_id, name, source, checkpoint), nl=False)
 
 
 @main.command("serve")

@@ -16,7 +16,7 @@ from gpumem.catalog.inputs import label, load_catalog
 from gpumem.catalog.load import parse_json, read_text, read_yaml
 from gpumem.catalog.rules import read_rules
 from gpumem.catalog.validate import Invalid
-from gpumem.commands.estimate_checkpoint import checkpoint_json, checkpoint_problems, checkpoint_text, weighed_checkpoint
+from gpumem.commands.estimate_checkpoint import checkpoint_json, checkpoint_problems, checkpoint_repos, checkpoint_text, weighed_checkpoint
 from gpumem.engines import architecture, deployment, launch, support
 from gpumem.engines.sizing import Fit, deployment_fits, offered_configurations
 from gpumem.engines.support import Refusal
@@ -417,8 +417,11 @@ def config_limits(catalogs: Path) -> dict[str, float]:
     return rules.calculator_limits
 
 
-def draft_entry(config_path: Path, catalogs: Path, model_id: str | None, name: str | None, source: str | None) -> str:
-    """A models.yaml entry drafted from a config.json: the numbers counted, the words left to fill."""
+def draft_entry(
+    config_path: Path, catalogs: Path, model_id: str | None, name: str | None, source: str | None, checkpoint: Path | None = None
+) -> str:
+    """A models.yaml entry drafted from a config.json: the numbers counted, the words left to fill; with a
+    checkpoint, its repository entry with the bytes its headers give."""
     config = read_config(config_path)
     ident = model_id or config_path.parent.name.lower() or config_path.stem
     try:
@@ -458,7 +461,10 @@ def draft_entry(config_path: Path, catalogs: Path, model_id: str | None, name: s
         fields.append(("experts", experts))
     if model.vision_params_b:
         fields.append(("vision_params_b", round(model.vision_params_b, 6)))
-    fields += [("release", model.release), ("license", DRAFT_LICENSE), ("source", model.source)]
+    fields.append(("release", model.release))
+    if checkpoint is not None:
+        fields.append(("repos", checkpoint_repos(weighed_checkpoint(checkpoint), model, source)))
+    fields += [("license", DRAFT_LICENSE), ("source", model.source)]
     lines = ["  - " + _yaml_field(*fields[0])] + ["    " + _yaml_field(key, value) for key, value in fields[1:]]
     return "\n".join(lines) + "\n"
 
@@ -468,10 +474,14 @@ DRAFT_LICENSE = {"name": "TODO: the licence's name", "kind": "TODO: open-source 
 
 
 def _yaml_field(key: str, value: Any) -> str:
+    return f"{key}: {_flow(value)}"
+
+
+def _flow(value: Any) -> str:
+    """A value in YAML's flow style: a mapping in braces (nested ones too), else a scalar."""
     if isinstance(value, dict):
-        inner = ", ".join(f"{k}: {_scalar(v)}" for k, v in value.items())
-        return f"{key}: {{{inner}}}"
-    return f"{key}: {_scalar(value)}"
+        return "{" + ", ".join(f"{k}: {_flow(v)}" for k, v in value.items()) + "}"
+    return _scalar(value)
 
 
 def _scalar(value: Any) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.catalog.checkpoint import Checkpoint, read_checkpoint
+from gpumem.catalog.models import HF_PAGE
 from gpumem.catalog.validate import Invalid
 from gpumem.errors import BuildError
 from gpumem.records.catalog import Model
@@ -53,3 +54,20 @@ def checkpoint_problems(checkpoint: Checkpoint | None, model: Model, weights: st
         said = f"{checkpoint.path} holds {checkpoint.elements:,} weights and {model.name} has {params:,}"
         return [f"--checkpoint: {said}: the checkpoint of another model? (at most {ELEMENTS_SLACK:.0%} apart)"]
     return []
+
+
+def checkpoint_repos(checkpoint: Checkpoint | None, model: Model, source: str | None) -> dict[str, dict[str, Any]]:
+    """`gpumem models add --checkpoint`: the draft's repos entry for the checkpoint's format, with its bytes;
+    the repository is the one --source names on Hugging Face, else left to fill."""
+    assert checkpoint is not None
+    fmt = checkpoint.format or model.release
+    problems = checkpoint_problems(checkpoint, model, fmt)
+    if problems:
+        raise BuildError(problems)
+    page = HF_PAGE.fullmatch(source or "")
+    entry: dict[str, Any] = {"repo": page.group(1) if page else "TODO: owner/name on Hugging Face"}
+    if checkpoint.path.suffix == ".gguf":
+        entry["file"] = checkpoint.path.name
+    entry["bytes"] = checkpoint.bytes
+    entry["source"] = source or "TODO: the page of the checkpoint's files"
+    return {fmt: entry}

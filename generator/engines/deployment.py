@@ -55,10 +55,13 @@ def weights_bytes(model: Model, fmt: WeightFormat) -> float:
     parameter alike; `linear` formats (FP8, INT8, AWQ, GPTQ, NF4) quantize the linear
     layers and keep embeddings, the output head and a vision tower at 16 bits; `experts`
     formats (MXFP4) quantize only the routed experts. A checkpoint whose headers were read
-    (`model.weighed`) weighs what they say in its own format.
+    (`model.weighed`), or whose bytes the catalog gives (`repos`, `bytes`), weighs what they say.
     """
     if model.weighed is not None and model.weighed.format == fmt.name:
         return float(model.weighed.bytes)
+    repo = model.repos.get(fmt.name)
+    if repo is not None and repo.bytes:
+        return float(repo.bytes)
     params = model.params_b * 1e9
     sixteen_bit = 2.0
     if fmt.scope == "all":

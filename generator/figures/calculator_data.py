@@ -186,8 +186,8 @@ def model_row(m: Model) -> list:
     row: list = [m.id, m.params_b, m.arch.layers, m.arch.heads, m.arch.kv_heads, m.arch.head_dim, m.arch.hidden, m.arch.vocab]
     row += [m.arch.intermediate, m.release]
     extra: dict = {"name": m.name}
-    if m.repos:  # where each format is published, for the launch command (engines/launch.py)
-        extra["repos"] = {name: [r.repo, r.file] for name, r in m.repos.items()}
+    if m.repos:  # where each format is published, for the launch command (engines/launch.py), and its bytes if given
+        extra["repos"] = {name: [r.repo, r.file, *([r.bytes] if r.bytes else [])] for name, r in m.repos.items()}
     if m.active_params_b is not None:
         extra["active"] = m.active_params_b
     # Left out when they say nothing: untied embeddings, full attention, no experts, no vision tower (the script's defaults).

@@ -77,6 +77,7 @@ class Repo:
     repo: str  # the Hugging Face repository, owner/name
     source: str  # the page that shows it is this model in this format
     file: str = ""  # GGUF: the file to download from the repository
+    bytes: int = 0  # the checkpoint's exact bytes (its index's metadata.total_size), 0 when not given
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,8 @@
   // deployment.weights_bytes: the whole model's weights as a format stores them.
   function weightsBytes(data, s, fmt) {
     var dep = data.deployment, params = s.params * 1e9;
+    var named = s.checkpoints ? Object.keys(s.checkpoints).filter(function (name) { return data.weightFormats[name] === fmt; }) : [];
+    if (named.length) return s.checkpoints[named[0]];  // a published checkpoint's bytes
     if (fmt.scope === "all") return params * fmt.bits / dep.bitsPerByte;
     if (fmt.scope === "experts") {
       var quantized = expertParams(data, s.arch, fmt.padTo);
@@ -362,7 +364,7 @@
     var state = { model: raw.model, mode: raw.mode, weights: raw.weights, kv: raw.kv, params: values.params,
       vision: extra.vision, batch: values.batch, context: values.context, gpus: values.gpus, arch: arch, training: tuning,
       active: preset && preset.active || null, prompt: values.prompt, output: values.output, sort: raw.sort,
-      estimated: filled.estimated };
+      estimated: filled.estimated, checkpoints: preset && values.params === preset.params ? checkpointBytes(preset) : null };
     if (tuning && !Object.keys(errors).length) {
       var declined = window.gpumemTraining.check(data, state, tuning);  // training.check: a run no trainer would start
       if (declined) errors[declined[0]] = [declined[1], declined[2]];
@@ -428,6 +430,14 @@
 
   // A preset from its row (the page's own in the build's JSON, the others fetched): the fields data.modelFields names,
   // then what only some models have.
+  // The bytes models.yaml gives a preset's published checkpoints, by format (deployment.weights_bytes): they hold while
+  // the form keeps the preset's parameter count.
+  function checkpointBytes(preset) {
+    var found = {}, repos = preset.repos || {};
+    Object.keys(repos).forEach(function (name) { if (repos[name][2]) found[name] = repos[name][2]; });
+    return found;
+  }
+
   function presetOf(data, id) {
     var row = null;
     for (var i = 0; i < data.models.length && !row; i++) if (data.models[i][0] === id) row = data.models[i];
