@@ -30,10 +30,10 @@ def published(site: Path, name: str) -> Path:
     return found[0]
 
 
-def copy_project(root: Path) -> Path:
-    """A whole project folder under root: the fixture catalogs and the project's content, templates
-    and translations, to change and build."""
-    shutil.copytree(CATALOGS, root / "catalogs")
+def copy_project(root: Path, catalogs: Path = CATALOGS) -> Path:
+    """A whole project folder under root: the fixture catalogs (or `catalogs`) and the project's content,
+    templates and translations, to change and build."""
+    shutil.copytree(catalogs, root / "catalogs")
     for name in ("content", "templates", "translations"):
         shutil.copytree(REPO / name, root / name)
     return root
