@@ -193,7 +193,10 @@ def _gguf(path: Path) -> Checkpoint:
     if field is None:
         raise Invalid(f"{path}: general.file_type: expected the file's quantization, got nothing")
     kind = int(field.contents())
-    name = LlamaFileType(kind).name if kind in LlamaFileType._value2member_map_ else str(kind)
+    try:
+        name = LlamaFileType(kind).name
+    except ValueError:  # a type newer than this gguf package
+        name = str(kind)
     if name not in GGUF_FORMATS:
         raise Invalid(f"{path}: general.file_type: {name} is not a GGUF type gpumem counts (expected one of {', '.join(GGUF_FORMATS)})")
     tensors = tuple(Tensor(t.name, t.tensor_type.name, int(t.n_elements), int(t.n_bytes)) for t in reader.tensors)
