@@ -14,11 +14,15 @@ from gpumem.errors import BuildError
 from gpumem.options import project_options
 
 from .conftest import NOW, SNAPSHOT, edit, tree
+from .golden.update import FIXTURE as GOLDEN
 from .project import copy_project
 from .test_serve import Server, changed_within, fetch
 
 PRICE, CHEAPER = "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 2.05,"  # an offer of the fixture snapshot, on the prices page
 GERMAN = "de/index.html"
+# The golden fixture's catalogs (3 models, 3 GPUs: 102 pages in the 5 languages) for the linked project: an offer of its
+# snapshot, on the prices page.
+GOLDEN_PRICE, GOLDEN_CHEAPER = "price_per_gpu_hour: 1.99,", "price_per_gpu_hour: 1.95,"
 
 
 def test_the_listing_follows_links_and_lists_a_link_to_a_folder_above_without_entering_it(tmp_path):
@@ -45,8 +49,8 @@ def test_the_listing_follows_links_and_lists_a_link_to_a_folder_above_without_en
 @pytest.fixture
 def linked(tmp_path: Path) -> Path:
     """A project whose catalogs/prices and content/de are links to folders kept elsewhere (a data
-    folder linked into each release), built once."""
-    project = copy_project(tmp_path / "release")
+    folder linked into each release), built once; its catalogs are the golden fixture's."""
+    project = copy_project(tmp_path / "release", GOLDEN / "catalogs")
     kept = tmp_path / "kept"
     kept.mkdir()
     for name in ("catalogs/prices", "content/de"):
@@ -57,13 +61,13 @@ def linked(tmp_path: Path) -> Path:
 
 
 def test_a_build_publishes_each_change_below_a_linked_folder(linked):
-    edit(linked / "catalogs/prices" / SNAPSHOT, PRICE, CHEAPER)
+    edit(linked / "catalogs/prices" / SNAPSHOT, GOLDEN_PRICE, GOLDEN_CHEAPER)
     result = build(project_options(linked), now=NOW)
-    assert "$2.05" in (linked / "site/en/prices/index.html").read_text()
-    assert (result.rendered, result.summary.written) == (342, 155)
+    assert "$1.95" in (linked / "site/en/prices/index.html").read_text()
+    assert (result.rendered, result.summary.written) == (102, 50)
     edit(linked / "content/de/home.md", "\ntitle: ", "\ntitle: Die ")
     result = build(project_options(linked), now=NOW)
-    assert (result.rendered, result.summary.written) == (342, 1)
+    assert (result.rendered, result.summary.written) == (102, 1)
     assert "<title>Die " in (linked / "site" / GERMAN).read_text()
     build(project_options(linked, out=linked / "clean", force=True), now=NOW)
     assert tree(linked / "site") == tree(linked / "clean")
@@ -76,10 +80,10 @@ def test_the_preview_renders_each_change_below_a_linked_folder(linked):
     result = build(project_options(linked, out=out), now=NOW, session=session)
     assert (result.rendered, result.summary.written) == (1, 1)
     assert "<title>Die " in (out / GERMAN).read_text()
-    edit(linked / "catalogs/prices" / SNAPSHOT, PRICE, CHEAPER)
+    edit(linked / "catalogs/prices" / SNAPSHOT, GOLDEN_PRICE, GOLDEN_CHEAPER)
     result = build(project_options(linked, out=out), now=NOW, session=session)
-    assert result.rendered == 342
-    assert "$2.05" in (out / "en/prices/index.html").read_text()
+    assert result.rendered == 102
+    assert "$1.95" in (out / "en/prices/index.html").read_text()
 
 
 @pytest.mark.parametrize("notifications", [True, False])
