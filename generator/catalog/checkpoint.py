@@ -13,6 +13,7 @@ Pure reading: a problem raises Invalid naming the file and the field.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -108,7 +109,7 @@ def read_checkpoint(path: Path) -> Checkpoint:
         tensors = tuple(_safetensors(path))
         if not tensors:
             raise Invalid(f"{path}: its header names no tensor")
-        return Checkpoint(path, tensors, sum(t.bytes for t in tensors), _format(tensors))
+        return _weighed(path, tensors)
     raise Invalid(f"{path}: expected a .safetensors or .gguf file, or a {INDEX}")
 
 
@@ -144,15 +145,11 @@ def _safetensors(path: Path) -> Iterable[Tensor]:
         raise Invalid(f"{path}: not a safetensors file ({error})") from None
 
 
-def _format(tensors: tuple[Tensor, ...]) -> str | None:
-    """The format whose dtype holds the most bytes, if that dtype names one."""
-    totals: dict[str, int] = {}
-    for tensor in tensors:
-        totals[tensor.dtype] = totals.get(tensor.dtype, 0) + tensor.bytes
-    if not totals:
-        return None
-    largest = max(sorted(totals), key=lambda dtype: totals[dtype])
-    return DTYPE_FORMATS.get(largest)
+def _weighed(path: Path, tensors: tuple[Tensor, ...]) -> Checkpoint:
+    """safetensors tensors as a checkpoint, in the format of the dtype holding the most bytes if it names one."""
+    checkpoint = Checkpoint(path, tensors, sum(t.bytes for t in tensors), None)
+    largest = next(iter(checkpoint.dtypes), None)
+    return dataclasses.replace(checkpoint, format=DTYPE_FORMATS.get(largest or ""))
 
 
 def _index(path: Path) -> Checkpoint:
@@ -172,7 +169,7 @@ def _index(path: Path) -> Checkpoint:
         missing = sorted(set(weight_map) - {tensor.name for tensor in tensors})
         if missing:
             raise Invalid(f"{path}: weight_map: {missing[0]} is in no shard ({weight_map[missing[0]]} lacks it)")
-        return Checkpoint(path, tensors, sum(t.bytes for t in tensors), _format(tensors))
+        return _weighed(path, tensors)
     metadata = index.get("metadata")
     total = metadata.get("total_size") if isinstance(metadata, dict) else None
     if isinstance(total, bool) or not isinstance(total, int) or total <= 0:

@@ -138,7 +138,7 @@ def estimate(catalogs: Path, request: Request) -> Estimate:
     rules = catalog.rules.deployment
     assert rules is not None  # validated with the catalogs
     model = model_of(catalog, request)
-    checkpoint = weighed_checkpoint(request.checkpoint)
+    checkpoint = weighed_checkpoint(request.checkpoint) if request.checkpoint is not None else None
     problems = []
     weights = request.weights or (checkpoint and checkpoint.format) or model.release
     problems += checkpoint_problems(checkpoint, model, weights)

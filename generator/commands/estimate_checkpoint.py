@@ -18,10 +18,8 @@ from gpumem.records.catalog import Model
 ELEMENTS_SLACK = 0.02
 
 
-def weighed_checkpoint(path: Path | None) -> Checkpoint | None:
+def weighed_checkpoint(path: Path) -> Checkpoint:
     """The checkpoint --checkpoint names, read from its headers, or a BuildError naming the file and field."""
-    if path is None:
-        return None
     try:
         return read_checkpoint(path)
     except Invalid as error:
@@ -56,10 +54,9 @@ def checkpoint_problems(checkpoint: Checkpoint | None, model: Model, weights: st
     return []
 
 
-def checkpoint_repos(checkpoint: Checkpoint | None, model: Model, source: str | None) -> dict[str, dict[str, Any]]:
+def checkpoint_repos(checkpoint: Checkpoint, model: Model, source: str | None) -> dict[str, dict[str, Any]]:
     """`gpumem models add --checkpoint`: the draft's repos entry for the checkpoint's format, with its bytes;
     the repository is the one --source names on Hugging Face, else left to fill."""
-    assert checkpoint is not None
     fmt = checkpoint.format or model.release
     problems = checkpoint_problems(checkpoint, model, fmt)
     if problems:

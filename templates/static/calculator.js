@@ -428,8 +428,6 @@
     return { raw: out, estimated: estimated, waiting: [] };
   }
 
-  // A preset from its row (the page's own in the build's JSON, the others fetched): the fields data.modelFields names,
-  // then what only some models have.
   // The bytes models.yaml gives a preset's published checkpoints, by format (deployment.weights_bytes): they hold while
   // the form keeps the preset's parameter count.
   function checkpointBytes(preset) {
@@ -438,6 +436,8 @@
     return found;
   }
 
+  // A preset from its row (the page's own in the build's JSON, the others fetched): the fields data.modelFields names,
+  // then what only some models have.
   function presetOf(data, id) {
     var row = null;
     for (var i = 0; i < data.models.length && !row; i++) if (data.models[i][0] === id) row = data.models[i];
