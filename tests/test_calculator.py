@@ -523,7 +523,7 @@ def test_a_llamacpp_cache_with_vllm_weights_is_a_clear_message(calculator: Page)
         ("layers", "eighty", "Enter a number, such as 70 or 70.5."),
         ("params", "1e13", "Enter at most 5,000."),
         ("params", "10000", "Enter at most 5,000."),
-        ("context", "10000001", "Enter at most 10,000,000."),
+        ("context", "20000001", "Enter at most 20,000,000."),
         ("context", "4096.5", "Enter a whole number."),
         ("kv_heads", "7", "KV heads must divide the 64 attention heads."),
         ("params", "1e400", "This number is too large."),

@@ -156,7 +156,7 @@ def test_every_parameter_the_calculator_reads_is_covered():
         ("heads", "0", ["positive"]),
         ("gpus", "2.5", ["whole"]),
         ("batch", "100000", ["max", 10000]),
-        ("context", "99999999", ["max", 10000000]),
+        ("context", "99999999", ["max", 20000000]),
         ("experts", "x", ["number"]),
     ],
 )

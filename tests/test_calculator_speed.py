@@ -197,7 +197,7 @@ def test_a_link_with_prompt_output_and_sort_shows_the_cheapest_per_token_first(c
     [
         ("prompt", "0", "Enter a number above zero."),
         ("output", "12.5", "Enter a whole number."),
-        ("prompt", "20000000", "Enter at most 10,000,000."),
+        ("prompt", "20000001", "Enter at most 20,000,000."),
         ("output", "", "Enter a value."),
     ],
 )

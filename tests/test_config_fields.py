@@ -227,7 +227,7 @@ def link(attention: dict | None = None, vision: Any = 0, experts: Any = None) ->
     "given, expected",
     [
         (link(), SLIDING),
-        (link({**SLIDING, "window": 1e308}), "attention.window: expected at most 10,000,000, got a number of more than 15 digits."),
+        (link({**SLIDING, "window": 1e308}), "attention.window: expected at most 20,000,000, got a number of more than 15 digits."),
         (link(vision=1e308), "vision: expected at most 5,000, got a number of more than 15 digits."),
         (link({**SLIDING, "latent": -1}), "attention.latent: expected a whole number of 0 or more, got -1."),
         (link({**SLIDING, "slidingLayers": 33}), "attention.slidingLayers: 33 is more than the 32 layers."),

@@ -78,10 +78,10 @@ def test_the_mla_latent_is_whole_on_every_gpu():
 
 def test_vllm_pads_hybrid_layer_groups_and_llamacpp_does_not():
     gemma3 = Architecture(62, 32, 16, 128, Attention("sliding", window=1024, sliding_layers=52))
-    assert engine.layer_slots(gemma3, "vllm") == (10, 60)
-    assert engine.layer_slots(gemma3, "llama.cpp") == (10, 52)
+    assert engine.layer_slots(gemma3, "vllm") == (10, 60, 0)
+    assert engine.layer_slots(gemma3, "llama.cpp") == (10, 52, 0)
     oss = Architecture(24, 64, 8, 64, Attention("sliding", window=128, sliding_layers=12))
-    assert engine.layer_slots(oss, "vllm") == (12, 12)
+    assert engine.layer_slots(oss, "vllm") == (12, 12, 0)
     assert engine.kv_cache_bytes_per_gpu(oss, KV["bf16"], 8192, 1, 1) == 2 * 8 * 64 * 2 * (12 * 8192 + 12 * 128)
 
 
@@ -261,7 +261,23 @@ def test_at_least_40_measured_points_with_sources_and_coverage():
     assert all(p["url"].startswith("https://") and p["quote"].strip() for p in measured)
     enforced = [row for row in all_rows() if not row.excluded]
     by_check = {check: [row for row in enforced if row.check == check] for check in BOUNDS}
-    assert {check: len(rows) >= 10 for check, rows in by_check.items()} == {"weights": True, "kv": True, "runtime": True, "compute": False}
+    assert {check: len(rows) >= 10 for check, rows in by_check.items()} == {
+        "weights": True,
+        "kv": True,
+        "runtime": True,
+        "compute": False,
+        "state": False,
+        "concurrency": False,
+    }
+    # issue 23's new kinds: llama.cpp's recurrent buffer in 3 logs of 3 threads, vLLM's concurrency for Gated DeltaNet
+    # (2 runs) and chunked local attention (1 run), and the KV of the attention layers alone in 2 hybrid logs
+    assert len(by_check["state"]) == 3 and len({row.url for row in by_check["state"]}) == 3
+    assert sorted(row.point for row in by_check["concurrency"]) == [
+        "vllm-llama4-scout-tp8-h200-chunked",
+        "vllm-qwen36-35b-a3b-nvfp4-5090-club3090-612",
+        "vllm-qwen36-35b-a3b-nvfp4-5090-club3090-652",
+    ]
+    assert {"qwen3.6-27b", "qwen3.6-35b-a3b", "qwen3-next-80b-a3b", "llama-4-scout"} <= {p["arch"] for p in measured}
     # llama.cpp's compute buffer: 5 GPUs in 4 logs from 3 threads, with and without flash attention, 1 and 2 GPUs
     assert len(by_check["compute"]) == 5 and len({row.url for row in by_check["compute"]}) == 3
     quantized = {p["weights"] for p in measured} & {"fp8", "int8", "awq", "gptq", "nf4", "mxfp4", "q4_k_m", "q8_0", "q6_k", "q4_0"}

@@ -47,6 +47,35 @@ FIELD_LIMITS = {
     "sliding_window_pattern": "max_layers",
     "patch_size": "max_hidden",
     "image_size": "max_hidden",
+    "linear_num_key_heads": "max_heads",
+    "linear_num_value_heads": "max_heads",
+    "linear_key_head_dim": "max_head_dim",
+    "linear_value_head_dim": "max_head_dim",
+    "linear_conv_kernel_dim": "max_head_dim",
+    "full_attention_interval": "max_layers",
+    "decoder_sparse_step": "max_layers",
+    "shared_expert_intermediate_size": "max_intermediate",
+    "moe_shared_expert_intermediate_size": "max_intermediate",
+    "mamba_num_heads": "max_heads",
+    "mamba_head_dim": "max_head_dim",
+    "n_groups": "max_heads",
+    "ssm_state_size": "max_head_dim",
+    "conv_kernel": "max_head_dim",
+    "index_n_heads": "max_heads",
+    "index_head_dim": "max_head_dim",
+    "depth": "max_layers",
+    "temporal_patch_size": "max_hidden",
+    "in_channels": "max_hidden",
+    "spatial_merge_size": "max_hidden",
+    "out_hidden_size": "max_hidden",
+    "num_position_embeddings": "max_context",
+    "attention_chunk_size": "max_context",
+    "interleave_moe_layer_step": "max_layers",
+    "intermediate_size_mlp": "max_intermediate",
+    "num_channels": "max_hidden",
+    "projector_input_dim": "max_intermediate",
+    "projector_output_dim": "max_intermediate",
+    "vision_output_dim": "max_intermediate",
 }
 # A number is shown as written up to this many digits (JavaScript's numbers are exact below 2^53), past it by size.
 SHOWN_DIGITS = 15
@@ -113,13 +142,13 @@ def switch(config: Mapping[str, Any], name: str, default: bool) -> bool:
     return value
 
 
-def layer_types(config: Mapping[str, Any], layers: int) -> list[str] | None:
+def layer_types(config: Mapping[str, Any], layers: int, kinds: tuple[str, ...] = LAYER_TYPES) -> list[str] | None:
     """The attention type of each layer, one per layer, when the config lists them."""
     types = config.get("layer_types")
     if types is None:
         return None
-    if not isinstance(types, list) or any(item not in LAYER_TYPES for item in types):
-        raise Invalid(f"layer_types: expected a list of {' and '.join(map(json.dumps, LAYER_TYPES))}, got {shown(types)}")
+    if not isinstance(types, list) or any(item not in kinds for item in types):
+        raise Invalid(f"layer_types: expected a list of {' and '.join(map(json.dumps, kinds))}, got {shown(types)}")
     if len(types) != layers:
         raise Invalid(f"layer_types: {len(types):,} entries for num_hidden_layers ({layers:,}): expected one per layer")
     return types

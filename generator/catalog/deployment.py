@@ -8,6 +8,7 @@ from typing import Any
 
 from gpumem.catalog.validate import Entry, Invalid, at_most, citation, describe, fraction, one_of, positive_int, positive_number, slug, text
 from gpumem.engines.deployment import GIB
+from gpumem.records.catalog import STATE_KINDS
 from gpumem.records.engines import DeploymentRules, EnginePin, KvFormat, WeightFormat
 
 COMMIT = re.compile(r"[0-9a-f]{7,40}")  # a commit id, whole or abbreviated as a release records it
@@ -27,15 +28,22 @@ RUNTIME_FIELDS = (
 BATCH_FIELDS = ("huge_card_gib", "large_card_gib", "large_card_exceptions", "huge", "large", "small", "in_flight", "source")
 
 
+def _alignments(value: Any) -> dict[str, int]:
+    """Tokens a hybrid's block size is a multiple of, for each state kind the catalog knows."""
+    if not isinstance(value, dict) or set(value) != set(STATE_KINDS):
+        raise Invalid(f"expected a mapping of each state kind ({', '.join(STATE_KINDS)}) to its tokens, got {describe(value)}")
+    return {kind: at_most(positive_int, 100_000)(value[kind]) for kind in STATE_KINDS}
+
+
 def read_deployment(top: Entry, sources: dict[str, str]) -> DeploymentRules | None:
     """The deployment block of rules.yaml, every constant with its source."""
     section = top.section("deployment")
     if section is None:
         return None
-    section.check_keys(("weight_formats", "kv_formats", "runtime", "batch"))
+    section.check_keys(("weight_formats", "kv_formats", "runtime", "state", "batch"))
     weights = named_table(section, "weight_formats", _weight_format, sources)
     kvs = named_table(section, "kv_formats", _kv_format, sources)
-    runtime, batch = section.section("runtime"), section.section("batch")
+    runtime, state, batch = section.section("runtime"), section.section("state"), section.section("batch")
     values: dict[str, Any] = {}
     if runtime is not None:
         runtime.check_keys(RUNTIME_FIELDS)
@@ -50,6 +58,10 @@ def read_deployment(top: Entry, sources: dict[str, str]) -> DeploymentRules | No
             llamacpp_batch=runtime.get("llamacpp_batch", at_most(positive_int, 1_000_000)),
             llamacpp_copies=runtime.get("llamacpp_copies", at_most(positive_int, 64)),
         )
+    if state is not None:
+        state.check_keys(("blocks", "alignment", "source"))
+        sources["deployment.state"] = state.get("source", citation) or ""
+        values.update(state_blocks=state.get("blocks", at_most(positive_int, 64)), state_alignment=state.get("alignment", _alignments))
     if batch is not None:
         batch.check_keys(BATCH_FIELDS)
         sources["deployment.batch"] = batch.get("source", citation) or ""
@@ -64,7 +76,7 @@ def read_deployment(top: Entry, sources: dict[str, str]) -> DeploymentRules | No
                 values[f"{size}_batch_tokens"] = limits.get("tokens", at_most(positive_int, 10_000_000))
                 values[f"{size}_batch_sequences"] = limits.get("sequences", at_most(positive_int, 1_000_000))
                 batch.failed = batch.failed or limits.failed
-    parts = [s for s in (runtime, batch) if s is not None]
+    parts = [s for s in (runtime, state, batch) if s is not None]
     section.failed = section.failed or any(part.failed for part in parts)
     top.failed = top.failed or section.failed
     if section.failed or weights is None or kvs is None or any(v is None for v in values.values()):

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpumem.catalog import hf_hybrid
 from gpumem.catalog.config_fields import count_of, layer_types, optional_count, shown, switch
 from gpumem.catalog.validate import Invalid
 from gpumem.records.catalog import Architecture, Attention, Experts, Model
@@ -27,8 +28,19 @@ ARCHITECTURES = (
     "phi3",
     "deepseek_v2",
     "deepseek_v3",
+    "deepseek_v32",
+    "kimi_k2",
+    "glm_moe_dsa",
     "gpt_oss",
+    "qwen3_next",
+    "qwen3_5",
+    "qwen3_5_moe",
+    "nemotron_h",
+    "llama4",
 )
+MLA = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa")
+SPARSE_MLA = ("deepseek_v32", "glm_moe_dsa")  # DeepSeek sparse attention: MLA with a lightning indexer
+INDEX_QUANT_BLOCK = 128  # the indexer's keys are cached in 8 bits with one 4-byte scale per 128 (see deployment.kv_bytes_per_token_layer)
 QKV_BIAS = ("qwen2",)
 QK_NORM = ("qwen3", "qwen3_moe", "gemma3")
 FOUR_NORMS = ("gemma2", "gemma3")
@@ -89,26 +101,42 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
     if heads % kv_heads:
         raise Invalid(f"num_key_value_heads: {kv_heads:,} does not divide num_attention_heads ({heads:,})")
     tied = switch(config, "tie_word_embeddings", kind in FOUR_NORMS)
-    if kind.startswith("deepseek"):
-        attention_params, attention, head_dim = _mla(f, hidden, heads)
-    else:
-        head_dim = f.count("head_dim", hidden // heads)
-        attention_params = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
-        if kind in QKV_BIAS:
-            attention_params += heads * head_dim + 2 * kv_heads * head_dim
-        if kind == "gpt_oss":
-            attention_params += heads * head_dim + 2 * kv_heads * head_dim + hidden + heads  # biases and sinks
-        if kind in QK_NORM:
-            attention_params += 2 * head_dim
-        attention = _window(f, kind, layers)
-    norms = (4 if kind in FOUR_NORMS else 2) * hidden
-    mlp, active_mlp, experts, intermediate = _mlp(f, kind, hidden, layers)
     embeddings = vocab * hidden * (1 if tied else 2)
-    params = embeddings + layers * (attention_params + norms) + mlp + hidden
-    active = embeddings + layers * (attention_params + norms) + active_mlp + hidden if experts else None
-    arch = Architecture(layers, heads, kv_heads, head_dim, attention, hidden, vocab, tied, intermediate, experts)
+    state = None
+    if kind in hf_hybrid.QWEN_HYBRIDS or kind in hf_hybrid.NEMOTRON_HYBRIDS:
+        if kind in hf_hybrid.QWEN_HYBRIDS:
+            layered, attention, state, experts, head_dim = hf_hybrid.count_qwen(f, kind, hidden, layers, heads, kv_heads)
+        else:
+            layered, attention, state, experts, head_dim = hf_hybrid.count_nemotron(f, hidden, layers, heads, kv_heads)
+        params = embeddings + layered.params + hidden
+        active = embeddings + layered.active + hidden if experts else None
+        intermediate = f.count("intermediate_size", experts.intermediate if experts else None)
+    elif kind in hf_hybrid.LLAMA4:
+        layered, attention, experts, head_dim = hf_hybrid.count_llama4(f, hidden, layers, heads, kv_heads)
+        params = embeddings + layered.params + hidden
+        active = embeddings + layered.active + hidden if experts else None
+        intermediate = f.count("intermediate_size", experts.intermediate if experts else None)
+    else:
+        if kind in MLA:
+            attention_params, attention, head_dim = _mla(f, kind, hidden, heads)
+        else:
+            head_dim = f.count("head_dim", hidden // heads)
+            attention_params = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
+            if kind in QKV_BIAS:
+                attention_params += heads * head_dim + 2 * kv_heads * head_dim
+            if kind == "gpt_oss":
+                attention_params += heads * head_dim + 2 * kv_heads * head_dim + hidden + heads  # biases and sinks
+            if kind in QK_NORM:
+                attention_params += 2 * head_dim
+            attention = _window(f, kind, layers)
+        norms = (4 if kind in FOUR_NORMS else 2) * hidden
+        mlp, active_mlp, experts, intermediate = _mlp(f, kind, hidden, layers)
+        params = embeddings + layers * (attention_params + norms) + mlp + hidden
+        active = embeddings + layers * (attention_params + norms) + active_mlp + hidden if experts else None
+    arch = Architecture(layers, heads, kv_heads, head_dim, attention, hidden, vocab, tied, intermediate, experts, state)
     context = f.count("max_position_embeddings", 4096)
-    vision = _vision(config.get("vision_config"), hidden, limits)
+    tower = {"qwen3_5": hf_hybrid.qwen_vision, "qwen3_5_moe": hf_hybrid.qwen_vision, "llama4": hf_hybrid.llama4_vision}.get(kind, _vision)
+    vision = tower(config.get("vision_config"), hidden, limits)
     _within_params(params + vision, limits)
     return Counted(params, active, arch, context, _release(config), vision)
 
@@ -140,8 +168,10 @@ def _vision(vision: Any, text_hidden: int, limits: Mapping[str, float]) -> int:
     return patches + depth * layer + 2 * width + projector
 
 
-def _mla(f: Fields, hidden: int, heads: int) -> tuple[int, Attention, int]:
-    """DeepSeek's multi-head latent attention: low-rank queries, a compressed key-value latent."""
+def _mla(f: Fields, kind: str, hidden: int, heads: int) -> tuple[int, Attention, int]:
+    """DeepSeek's multi-head latent attention: low-rank queries, a compressed key-value latent; its sparse
+    variant adds a lightning indexer (transformers' DeepseekV32Indexer: wq_b, wk, k_norm, weights_proj)
+    whose key per token is cached beside the latent."""
     kv_rank = f.count("kv_lora_rank")
     rope, nope, value = f.count("qk_rope_head_dim"), f.count("qk_nope_head_dim"), f.count("v_head_dim")
     if f.get("q_lora_rank") is None:  # DeepSeek-V2-Lite projects queries directly
@@ -150,7 +180,14 @@ def _mla(f: Fields, hidden: int, heads: int) -> tuple[int, Attention, int]:
         q_rank = f.count("q_lora_rank")
         queries = hidden * q_rank + q_rank + q_rank * heads * (nope + rope)
     params = queries + hidden * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + value) + heads * value * hidden
-    return params, Attention("mla", kv_lora_rank=kv_rank, qk_rope_head_dim=rope), nope + rope
+    if kind not in SPARSE_MLA:
+        return params, Attention("mla", kv_lora_rank=kv_rank, qk_rope_head_dim=rope), nope + rope
+    index_heads, index_dim = f.count("index_n_heads"), f.count("index_head_dim")
+    if f.get("q_lora_rank") is None:
+        raise Invalid("q_lora_rank: expected a positive integer, got nothing (the indexer reads the low-rank queries)")
+    params += f.count("q_lora_rank") * index_heads * index_dim + hidden * index_dim + 2 * index_dim + hidden * index_heads
+    index_bytes = index_dim + index_dim // INDEX_QUANT_BLOCK * 4
+    return params, Attention("mla", kv_lora_rank=kv_rank, qk_rope_head_dim=rope, index_bytes=index_bytes), nope + rope
 
 
 def _window(f: Fields, kind: str, layers: int) -> Attention:
@@ -181,7 +218,7 @@ def _mlp(f: Fields, kind: str, hidden: int, layers: int) -> tuple[int, int, Expe
         dense = f.count("intermediate_size", width)
         return layers * (count_ * expert + router), layers * (active * expert + router), experts, dense
     dense = f.count("intermediate_size")
-    if not kind.startswith("deepseek"):
+    if kind not in MLA:
         return layers * 3 * hidden * dense, layers * 3 * hidden * dense, None, dense
     routed = f.count("n_routed_experts")
     active = _active(f, routed, None)
@@ -191,7 +228,7 @@ def _mlp(f: Fields, kind: str, hidden: int, layers: int) -> tuple[int, int, Expe
         raise Invalid(f"first_k_dense_replace: {first_dense:,} leaves no MoE layer of num_hidden_layers ({layers:,})")
     moe_layers = layers - first_dense
     expert = 3 * hidden * width
-    router = hidden * routed + (routed if kind == "deepseek_v3" else 0)  # V3 adds a score-correction bias
+    router = hidden * routed + (routed if kind != "deepseek_v2" else 0)  # V3 and its successors add a score-correction bias
     total = first_dense * 3 * hidden * dense + moe_layers * ((routed + shared) * expert + router)
     used = first_dense * 3 * hidden * dense + moe_layers * ((active + shared) * expert + router)
     return total, used, Experts(routed, active, width, shared, first_dense), dense

@@ -22,19 +22,22 @@ from gpumem.catalog.validate import (
     url,
 )
 from gpumem.errors import Problems
-from gpumem.records.catalog import LICENSE_KINDS, Architecture, Attention, Experts, License, Model, Repo
+from gpumem.records.catalog import LICENSE_KINDS, STATE_KINDS, Architecture, Attention, Experts, License, Model, Repo, State
 
 MAX_PARAMS_B = 100_000
 MODEL_FIELDS = (
     "id name family size_label params_b active_params_b layers hidden heads kv_heads head_dim native_context attention "
-    "vocab tied_embeddings intermediate experts vision_params_b release repos license source notes"
+    "vocab tied_embeddings intermediate experts state vision_params_b release repos license source notes"
 ).split()
 EXPERT_FIELDS = ("count", "active", "intermediate", "shared", "dense_layers")
 ATTENTION_FIELDS = {
     "full": ("kind",),
     "sliding": ("kind", "window", "sliding_layers"),
-    "mla": ("kind", "kv_lora_rank", "qk_rope_head_dim"),
+    "chunked": ("kind", "window", "sliding_layers"),
+    "mla": ("kind", "kv_lora_rank", "qk_rope_head_dim", "index_bytes"),
 }
+OPTIONAL_ATTENTION = ("index_bytes",)  # DSA's indexer: an MLA model without one caches the latent alone
+STATE_FIELDS = ("kind", "layers", "conv", "recurrent", "recurrent_bytes")
 
 
 def read_models(data: Any, path: str, problems: Problems, formats: set[str] | None = None) -> tuple[Model, ...]:
@@ -75,6 +78,7 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
             tied_embeddings=entry.get("tied_embeddings", boolean),
             intermediate=entry.get("intermediate", at_most(positive_int, 10_000_000)),
             experts=read_experts(entry, layers, active is not None),
+            state=read_state(entry, layers),
         )
         fields["repos"] = read_repos(entry, formats, fields["release"], fields["source"])
         if not entry.failed:
@@ -203,9 +207,36 @@ def read_attention(entry: Entry, layers: int | None) -> Attention:
         entry.failed = True
         return Attention()
     section.check_keys(ATTENTION_FIELDS[kind])
-    numbers = {name: section.get(name, at_most(positive_int, 100_000_000)) for name in ATTENTION_FIELDS[kind][1:]}
+    numbers = {
+        name: section.get(name, at_most(positive_int, 100_000_000), required=name not in OPTIONAL_ATTENTION)
+        for name in ATTENTION_FIELDS[kind][1:]
+    }
     sliding = numbers.get("sliding_layers")
     if sliding and layers and sliding > layers:
         section.report(section.data.line_of("sliding_layers"), "sliding_layers", f"{sliding} is more than layers ({layers})")
     entry.failed = entry.failed or section.failed
     return Attention(kind=kind, **{k: v or 0 for k, v in numbers.items()})
+
+
+def _state_dtype(value: Any) -> int:
+    if value not in (2, 4) or isinstance(value, bool):
+        raise Invalid(f"expected 2 (16 bits) or 4 (32 bits), got {describe(value)}")
+    return int(value)
+
+
+def read_state(entry: Entry, layers: int | None) -> State | None:
+    """A hybrid's state layers: their kind, how many, and one layer's convolution and recurrent state per sequence."""
+    if "state" not in entry.data:
+        return None
+    section = entry.section("state")
+    if section is None:
+        return None
+    section.check_keys(STATE_FIELDS)
+    kind = section.get("kind", one_of(STATE_KINDS, "state kind"))
+    count = section.get("layers", at_most(positive_int, 1_000))
+    if count and layers and count >= layers:
+        section.report(section.data.line_of("layers"), "layers", f"{count} leaves no attention layer of {layers}")
+    conv, recurrent = section.get("conv", at_most(positive_int, 10**9)), section.get("recurrent", at_most(positive_int, 10**12))
+    dtype = section.get("recurrent_bytes", _state_dtype, required=False, default=0)
+    entry.failed = entry.failed or section.failed
+    return None if section.failed else State(kind, count, conv, recurrent, dtype or 0)

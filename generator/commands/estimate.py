@@ -21,7 +21,7 @@ from gpumem.engines import architecture, deployment, launch, support
 from gpumem.engines.sizing import Fit, deployment_fits, offered_configurations
 from gpumem.engines.support import Refusal
 from gpumem.errors import BuildError, Problems
-from gpumem.records.catalog import Catalog, Model, Weighed
+from gpumem.records.catalog import STATE_NAMES, Catalog, Model, Weighed
 from gpumem.records.engines import DeploymentRules, KvFormat, WeightFormat
 
 GB = 1e9
@@ -268,6 +268,7 @@ def as_json(result: Estimate) -> str:
         "weights_bytes_per_gpu": round(need.weights_bytes_per_gpu),
         "kv_bytes_per_token_per_gpu": round(need.kv_bytes_per_token_per_gpu),
         "kv_cache_bytes_per_gpu": round(need.kv_cache_bytes_per_gpu),
+        **({"state_bytes_per_gpu": round(need.state_bytes_per_gpu)} if result.model.arch.state else {}),
         "runtime_bytes_per_gpu": round(need.runtime_bytes_per_gpu),
         "cuda_graph_bytes_per_gpu": round(need.graph_bytes_per_gpu),
         "total_bytes_per_gpu": round(need.total_bytes_per_gpu),
@@ -292,6 +293,16 @@ def as_json(result: Estimate) -> str:
     return json.dumps(data, indent=2)
 
 
+def _state_lines(result: Estimate) -> list[str]:
+    """A hybrid's fixed state, the part of the cache a request holds whatever its length."""
+    state = result.model.arch.state
+    if state is None:
+        return []
+    layers = f"{state.layers} of {result.model.arch.layers} layers are {STATE_NAMES[state.kind]}"
+    fixed = size_text(result.need.state_bytes_per_gpu)
+    return [f"    of which  {fixed} per GPU is fixed state ({layers}: a state per request, no KV per token)"]
+
+
 def as_text(result: Estimate, currency: str = "USD") -> str:
     """The breakdown and the configurations, for a terminal."""
     need, model = result.need, result.model
@@ -301,6 +312,7 @@ def as_text(result: Estimate, currency: str = "USD") -> str:
         f"{result.requests} request(s) of {result.context:,} tokens on {need.gpus} GPU(s):",
         f"  weights      {size_text(need.weights_bytes)} in all, {size_text(need.weights_bytes_per_gpu)} per GPU",
         f"  KV cache     {size_text(need.kv_cache_bytes_per_gpu)} per GPU ({need.kv_bytes_per_token_per_gpu:,.0f} bytes per token)",
+        *_state_lines(result),
         f"  runtime      {size_text(need.runtime_bytes_per_gpu)} per GPU ({RUNTIME_PARTS[fmt.runtime]})",
         *_graph_lines(result),
         f"  total        {size_text(need.total_bytes_per_gpu)} per GPU",
@@ -430,10 +442,11 @@ def draft_entry(
         raise BuildError([f"{config_path}: {error}"]) from None
     arch = model.arch
     attention: dict[str, Any] = {"kind": arch.attention.kind}
-    if arch.attention.kind == "sliding":
+    if arch.attention.kind in ("sliding", "chunked"):
         attention.update(window=arch.attention.window, sliding_layers=arch.attention.sliding_layers)
     if arch.attention.kind == "mla":
         attention.update(kv_lora_rank=arch.attention.kv_lora_rank, qk_rope_head_dim=arch.attention.qk_rope_head_dim)
+        attention.update({"index_bytes": arch.attention.index_bytes} if arch.attention.index_bytes else {})
     fields: list[tuple[str, Any]] = [
         ("id", model.id),
         ("name", model.name),
@@ -459,6 +472,10 @@ def draft_entry(
         experts = {"count": arch.experts.count, "active": arch.experts.active, "intermediate": arch.experts.intermediate}
         experts.update({k: v for k, v in (("shared", arch.experts.shared), ("dense_layers", arch.experts.dense_layers)) if v})
         fields.append(("experts", experts))
+    if arch.state:
+        state = {"kind": arch.state.kind, "layers": arch.state.layers, "conv": arch.state.conv, "recurrent": arch.state.recurrent}
+        state.update({"recurrent_bytes": arch.state.recurrent_bytes} if arch.state.recurrent_bytes else {})
+        fields.append(("state", state))
     if model.vision_params_b:
         fields.append(("vision_params_b", round(model.vision_params_b, 6)))
     fields.append(("release", model.release))

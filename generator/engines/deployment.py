@@ -24,7 +24,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from gpumem.engines import llamacpp
+from gpumem.engines import llamacpp, memory
 from gpumem.records.catalog import Architecture, Model
 from gpumem.records.engines import DeploymentRules, KvFormat, WeightFormat
 
@@ -95,83 +95,207 @@ def kv_elements_per_token_layer(arch: Architecture, gpus: int) -> float:
     return 2 * kv_heads_per_gpu(arch, gpus) * arch.head_dim
 
 
-def layer_slots(arch: Architecture, runtime: str) -> tuple[int, int]:
-    """Cache slots of full-attention and sliding-window layers.
+def kv_bytes_per_token_layer(arch: Architecture, kv: KvFormat, gpus: int) -> float:
+    """Bytes one attention layer keeps per token on one GPU: its keys and values in the KV format, and DSA's
+    indexer key, 8-bit values and a 4-byte scale per 128, whole on every GPU (DeepseekV32IndexerCache,
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v2.py#L638-L665 and
+    #L726-L736; vLLM puts it in the layers' one group, UniformTypeKVCacheSpecs, so it costs its own bytes)."""
+    return kv_elements_per_token_layer(arch, gpus) * kv.bytes + arch.attention.index_bytes
+
+
+def layer_slots(arch: Architecture, runtime: str) -> tuple[int, int, int]:
+    """Cache slots of full-attention, windowed (sliding or chunked) and state layers.
 
     llama.cpp keeps one slot per layer. vLLM's hybrid allocator groups the layers of each
-    attention type into groups of one size (the smaller count, or the larger when it is under
-    1.5 times the smaller) and pads the last group of each type: Gemma 3 27B's 10 full and 52
-    sliding layers take 10 + 60 slots (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/core/kv_cache_planning.py#L521-L542).
+    kind into groups of one size (the smallest count, or the largest when it is under
+    1.5 times the smallest) and pads the last group of each kind: Gemma 3 27B's 10 full and 52
+    sliding layers take 10 + 60 slots, Qwen3-Next's 12 full and 36 Gated DeltaNet layers 12 + 36
+    (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/core/kv_cache_planning.py#L521-L542).
     """
-    if arch.attention.kind != "sliding":
-        return arch.layers, 0
-    sliding = arch.attention.sliding_layers
-    full = arch.layers - sliding
-    if runtime != "vllm" or not full:
-        return full, sliding
-    small, large = min(full, sliding), max(full, sliding)
-    group = large if large < 1.5 * small else small
-    return math.ceil(full / group) * group, math.ceil(sliding / group) * group
+    counts = layer_counts(arch)
+    if runtime != "vllm":
+        return counts
+    group = group_size(arch)
+    full, local, state = (math.ceil(n / group) * group for n in counts)
+    return full, local, state
 
 
-def gpu_cache_share(arch: Architecture, runtime: str, gpus: int) -> tuple[float, tuple[int, int]]:
-    """What one GPU of `gpus` caches: the elements per token and layer, and the full and sliding layer slots.
+def layer_counts(arch: Architecture) -> tuple[int, int, int]:
+    """The model's full-attention, windowed and state layers."""
+    local = arch.attention.sliding_layers if arch.attention.windowed else 0
+    state = arch.state.layers if arch.state else 0
+    return arch.attention_layers - local, local, state
 
-    vLLM's tensor parallelism splits the KV heads and keeps every layer on every GPU. llama.cpp's default
-    split mode, LLAMA_SPLIT_MODE_LAYER ("split layers and KV across GPUs", llama.h; common/common.h sets
+
+def group_size(arch: Architecture) -> int:
+    """The layers in each of vLLM's cache groups (see layer_slots): one group of all layers when they are of one kind."""
+    present = [n for n in layer_counts(arch) if n]
+    small, large = min(present), max(present)
+    return large if len(present) < 2 or large < 1.5 * small else small
+
+
+def gpu_cache_share(arch: Architecture, runtime: str, gpus: int) -> tuple[float, tuple[int, int, int]]:
+    """What one GPU of `gpus` caches: the elements per token and layer, and the full, windowed and state layer slots.
+
+    vLLM's tensor parallelism splits the KV heads (and a state layer's heads) and keeps every layer on every GPU.
+    llama.cpp's default split mode, LLAMA_SPLIT_MODE_LAYER ("split layers and KV across GPUs", llama.h; common/common.h sets
     `split_mode = LLAMA_SPLIT_MODE_LAYER`, https://github.com/ggml-org/llama.cpp/blob/0c1e57098/common/common.h#L485),
     gives each GPU whole layers with all their KV heads: on equal cards the busiest holds the rounded-up share of each kind of layer.
     """
-    full, sliding = layer_slots(arch, runtime)
+    slots = layer_slots(arch, runtime)
     if runtime != "llama.cpp":
-        return kv_elements_per_token_layer(arch, gpus), (full, sliding)
-    return kv_elements_per_token_layer(arch, 1), (math.ceil(full / gpus), math.ceil(sliding / gpus))
+        return kv_elements_per_token_layer(arch, gpus), slots
+    full, local, state = (math.ceil(n / gpus) for n in slots)
+    return kv_elements_per_token_layer(arch, 1), (full, local, state)
 
 
 def kv_bytes_per_token_per_gpu(arch: Architecture, kv: KvFormat, gpus: int, runtime: str = "vllm") -> float:
-    """Cache bytes per token on one GPU while every layer grows (how vLLM counts its cache in tokens)."""
-    elements, slots = gpu_cache_share(arch, runtime, gpus)
-    return elements * kv.bytes * sum(slots)
+    """Cache bytes per token on one GPU while every attention layer grows (how vLLM counts its cache in tokens)."""
+    full, local, _ = gpu_cache_share(arch, runtime, gpus)[1]
+    split = 1 if runtime == "llama.cpp" else gpus
+    return kv_bytes_per_token_layer(arch, kv, split) * (full + local)
 
 
 def sliding_tokens(arch: Architecture, tokens: int, batch_tokens: int = 0, runtime: str = "vllm") -> int:
-    """Tokens a sliding-window layer holds for one request of `tokens` tokens.
+    """Tokens a sliding-window or chunked layer holds for one request of `tokens` tokens.
 
     Without `batch_tokens`, the window (what the layer reads). With it, what the runtime reserves per
     request. vLLM: the last window - 1 computed tokens plus the tokens in flight (reserved_tokens), never
     more than the request (SlidingWindowSpec.max_admission_blocks_per_request, `min(sliding_window - 1 +
     max_in_flight_tokens, max_model_len)`,
     https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/kv_cache_interface.py#L917-L944; the block
-    it adds for a window that starts inside a block, 16 tokens, is left out). llama.cpp: the window plus
+    it adds for a window that starts inside a block, 16 tokens, is left out); a chunked layer its whole chunk
+    plus the tokens in flight (ChunkedLocalAttentionSpec, `min(attention_chunk_size + max_in_flight_tokens,
+    max_model_len)`, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/kv_cache_interface.py#L861-L881, the
+    hybrid allocator on by default, VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1,
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/envs.py#L1931-L1933). llama.cpp: the window plus
     one micro-batch of `batch_tokens`, padded to 256 cells (llamacpp.sliding_cells).
     """
     if runtime == "llama.cpp" and batch_tokens:
         return llamacpp.sliding_cells(arch, tokens, batch_tokens)
-    reserved = arch.attention.window - 1 + batch_tokens if batch_tokens else arch.attention.window
-    return min(tokens, reserved)
+    if not batch_tokens:
+        return min(tokens, arch.attention.window)
+    kept = arch.attention.window if arch.attention.kind == "chunked" else arch.attention.window - 1
+    return min(tokens, kept + batch_tokens)
+
+
+@dataclass(frozen=True)
+class Paging:
+    """How vLLM pages a hybrid's state: pages each request holds per state layer, and the tokens the attention
+    block size is a multiple of. The default, one page of the state's own size, is the state as a layer reads it."""
+
+    blocks: int = 1
+    alignment: int = 1
+
+
+STATE_ITSELF = Paging()
+
+
+def state_paging(rules: DeploymentRules, arch: Architecture) -> Paging:
+    """vLLM's paging of this model's state (rules.yaml deployment.runtime: state_blocks, state_alignment)."""
+    if arch.state is None:
+        return STATE_ITSELF
+    return Paging(rules.state_blocks, rules.state_alignment[arch.state.kind])
+
+
+def state_bytes_per_gpu(arch: Architecture, gpus: int, runtime: str) -> float:
+    """One state layer's state for one sequence on one GPU: vLLM keeps it in the model's dtype (the recurrent
+    part in the config's mamba_ssm_dtype when given) and splits its heads; llama.cpp in F32, whole."""
+    state = arch.state
+    if state is None:
+        return 0.0
+    if runtime == "llama.cpp":
+        return (state.conv + state.recurrent) * llamacpp.F32_BYTES
+    return memory.state_bytes(arch, gpus) / state.layers
+
+
+def block_tokens(arch: Architecture, kv: KvFormat, gpus: int, paging: Paging) -> int:
+    """vLLM's attention block size for a hybrid: the smallest multiple of the alignment whose page, that many
+    tokens of one attention layer, holds one layer's state; 1 (no rounding) without a state."""
+    if arch.state is None:
+        return 1
+    per_token = kv_bytes_per_token_layer(arch, kv, gpus)
+    return paging.alignment * math.ceil(state_bytes_per_gpu(arch, gpus, "vllm") / (paging.alignment * per_token))
+
+
+def state_cache_bytes_per_gpu(arch: Architecture, kv: KvFormat, sequences: int, gpus: int, runtime: str, paging: Paging) -> float:
+    """What a hybrid's state layers hold on one GPU for `sequences` requests, whatever their length: vLLM
+    `paging.blocks` pages of one attention block each per state layer slot, llama.cpp one F32 state (0 without a state)."""
+    if arch.state is None:
+        return 0.0
+    _, (_, _, state) = gpu_cache_share(arch, runtime, gpus)
+    if runtime == "llama.cpp":
+        return state * state_bytes_per_gpu(arch, 1, runtime) * sequences
+    page = block_tokens(arch, kv, gpus, paging) * kv_bytes_per_token_layer(arch, kv, gpus)
+    return state * paging.blocks * page * sequences
 
 
 @functools.cache
 def kv_cache_bytes_per_gpu(
-    arch: Architecture, kv: KvFormat, tokens: int, sequences: int, gpus: int, runtime: str = "vllm", batch_tokens: int = 0
+    arch: Architecture,
+    kv: KvFormat,
+    tokens: int,
+    sequences: int,
+    gpus: int,
+    runtime: str = "vllm",
+    batch_tokens: int = 0,
+    paging: Paging = STATE_ITSELF,
 ) -> float:
     """Cache of `sequences` requests of `tokens` tokens on one GPU; sliding-window layers hold their window,
-    or vLLM's reservation when `batch_tokens` (max_num_batched_tokens) is given (see sliding_tokens)."""
-    elements, (full, sliding) = gpu_cache_share(arch, runtime, gpus)
-    layer_tokens = full * tokens + sliding * sliding_tokens(arch, tokens, batch_tokens, runtime)
-    return elements * kv.bytes * layer_tokens * sequences
+    or vLLM's reservation when `batch_tokens` (max_num_batched_tokens) is given (see sliding_tokens). A hybrid's
+    requests each hold their state (state_cache_bytes_per_gpu), and vLLM rounds its attention layers' tokens up
+    to whole blocks of the hybrid's block size (block_tokens)."""
+    _, (full, local, _) = gpu_cache_share(arch, runtime, gpus)
+    split = 1 if runtime == "llama.cpp" else gpus
+    per_token = kv_bytes_per_token_layer(arch, kv, split)
+    held = sliding_tokens(arch, tokens, batch_tokens, runtime) if local else 0
+    if arch.state is not None and runtime != "llama.cpp":
+        block = block_tokens(arch, kv, gpus, paging)
+        tokens, held = block * math.ceil(tokens / block), block * math.ceil(held / block)
+    attention = per_token * (full * tokens + local * held) * sequences
+    return attention + state_cache_bytes_per_gpu(arch, kv, sequences, gpus, runtime, paging)
+
+
+VLLM_BLOCK = 16  # vLLM's default block size in tokens (CacheConfig.block_size), which a hybrid raises (block_tokens)
+
+
+def concurrency(
+    arch: Architecture, kv: KvFormat, free: float, gpus: int, max_model_len: int, batch_tokens: int, paging: Paging = STATE_ITSELF
+) -> float:
+    """The requests of max_model_len tokens vLLM's cache holds at once, as its start-up log prints them ("Maximum
+    concurrency for ... tokens per request"): whole blocks of every group's layers fill `free` bytes, each request
+    takes the blocks of every group, a state group its `paging.blocks` (get_max_concurrency_for_kv_cache_config and
+    get_kv_cache_config_from_groups,
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/core/kv_cache_utils.py#L1061-L1093,
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/core/kv_cache_planning.py#L642-L670)."""
+    block = block_tokens(arch, kv, gpus, paging) if arch.state else VLLM_BLOCK
+    group = group_size(arch)
+    full, local, state = (slots // group for slots in layer_slots(arch, "vllm"))
+    num_blocks = free // (group * block * kv_bytes_per_token_layer(arch, kv, gpus))
+    local_tokens = sliding_tokens(arch, max_model_len, batch_tokens) if local else 0
+    per_request = full * math.ceil(max_model_len / block) + local * math.ceil(local_tokens / block) + state * paging.blocks
+    return num_blocks / per_request
 
 
 @functools.cache
-def longest_context(arch: Architecture, kv: KvFormat, free: float, limit: int, runtime: str = "vllm", batch_tokens: int = 0) -> int:
+def longest_context(
+    arch: Architecture, kv: KvFormat, free: float, limit: int, runtime: str = "vllm", batch_tokens: int = 0, paging: Paging = STATE_ITSELF
+) -> int:
     """The longest context up to `limit` whose cache for one request on one GPU fits `free` bytes
-    (at least 1): kv_cache_bytes_per_gpu's own arithmetic, its per-token factor worked out once."""
-    full, sliding = layer_slots(arch, runtime)
-    per_token = kv_elements_per_token_layer(arch, 1) * kv.bytes
+    (at least 1): kv_cache_bytes_per_gpu's own arithmetic, searched by halves (its per-token factor worked out
+    once when the model keeps no state)."""
+    full, local, _ = layer_slots(arch, runtime)
+    per_token = kv_bytes_per_token_layer(arch, kv, 1)
+
+    def held(tokens: int) -> float:
+        if arch.state is not None:
+            return kv_cache_bytes_per_gpu(arch, kv, tokens, 1, 1, runtime, batch_tokens, paging)
+        return per_token * (full * tokens + (local * sliding_tokens(arch, tokens, batch_tokens, runtime) if local else 0))
+
     low, high = 1, limit
     while low < high:
         middle = (low + high + 1) // 2
-        if per_token * (full * middle + sliding * sliding_tokens(arch, middle, batch_tokens, runtime)) <= free:
+        if held(middle) <= free:
             low = middle
         else:
             high = middle - 1
@@ -273,6 +397,7 @@ class Deployment:
     kv_cache_bytes_per_gpu: float
     runtime_bytes_per_gpu: float
     graph_bytes_per_gpu: float = 0.0
+    state_bytes_per_gpu: float = 0.0  # the part of the cache a hybrid's state layers hold, whatever the context
 
     @property
     def total_bytes_per_gpu(self) -> float:
@@ -293,14 +418,16 @@ def deployment(
     """Per-GPU memory of serving `sequences` requests of `tokens` tokens on `gpus` GPUs."""
     weights = weights_bytes(model, fmt)
     reserved = reserved_tokens(rules, fmt, batch)
+    paging = state_paging(rules, model.arch)
     return Deployment(
         gpus=gpus,
         weights_bytes=weights,
         weights_bytes_per_gpu=weights / gpus,
         kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(model.arch, kv, gpus, fmt.runtime),
-        kv_cache_bytes_per_gpu=kv_cache_bytes_per_gpu(model.arch, kv, tokens, sequences, gpus, fmt.runtime, reserved),
+        kv_cache_bytes_per_gpu=kv_cache_bytes_per_gpu(model.arch, kv, tokens, sequences, gpus, fmt.runtime, reserved, paging),
         runtime_bytes_per_gpu=runtime_bytes_per_gpu(rules, model.arch, fmt, gpus, batch, tokens, sequences),
         graph_bytes_per_gpu=graph_bytes_per_gpu(rules, fmt, batch),
+        state_bytes_per_gpu=state_cache_bytes_per_gpu(model.arch, kv, sequences, gpus, fmt.runtime, paging),
     )
 
 

@@ -88,7 +88,7 @@ def sliding_cells(arch: Architecture, context: int, ubatch: int) -> int:
 def mask_bytes(arch: Architecture, graph: Graph) -> int:
     """Every sequence's cells for each token of the micro-batch, and the same for a sliding-window cache."""
     cells = padded(graph.context)
-    if arch.attention.kind == "sliding" and arch.attention.sliding_layers:
+    if arch.attention.windowed:
         cells += sliding_cells(arch, graph.context, graph.ubatch)
     return cells * graph.tokens * (F16_BYTES if graph.flash_attention else F32_BYTES)
 

@@ -23,6 +23,12 @@ def rule_of_thumb_gb(params_b: float, bytes_per_param: float, margin: float) -> 
     return weights_gb(params_b, bytes_per_param) * (1 + margin)
 
 
+# vLLM keeps a state layer's convolution and recurrent state in the model's dtype, 16 bits, unless the config
+# fixes the recurrent one (State.recurrent_bytes): MambaStateDtypeCalculator._mamba_state_dtype,
+# https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/mamba/mamba_utils.py#L97-L110
+STATE_BYTES = 2
+
+
 def kv_elements_per_token_layer(arch: Architecture) -> int:
     """Elements one layer caches per token: K and V per KV head, or MLA's latent."""
     if arch.attention.kind == "mla":
@@ -30,17 +36,31 @@ def kv_elements_per_token_layer(arch: Architecture) -> int:
     return 2 * arch.kv_heads * arch.head_dim
 
 
+def kv_bytes_per_token_layer(arch: Architecture, kv_bytes: float) -> float:
+    """Bytes one attention layer caches per token: its keys and values, and DSA's indexer key (stored apart, in 8 bits)."""
+    return kv_elements_per_token_layer(arch) * kv_bytes + arch.attention.index_bytes
+
+
 def cached_layer_tokens(arch: Architecture, tokens: int) -> int:
-    """Layer-tokens held for one sequence: sliding-window layers keep at most their window."""
-    if arch.attention.kind == "sliding":
-        sliding = arch.attention.sliding_layers
-        return (arch.layers - sliding) * tokens + sliding * min(tokens, arch.attention.window)
-    return arch.layers * tokens
+    """Layer-tokens held for one sequence: sliding-window and chunked layers keep at most their window."""
+    layers = arch.attention_layers
+    if arch.attention.windowed:
+        local = arch.attention.sliding_layers
+        return (layers - local) * tokens + local * min(tokens, arch.attention.window)
+    return layers * tokens
+
+
+def state_bytes(arch: Architecture, gpus: int = 1, dtype_bytes: float = STATE_BYTES) -> float:
+    """One sequence's fixed state over a hybrid's state layers (0 without any), split over `gpus`."""
+    state = arch.state
+    if state is None:
+        return 0.0
+    return state.layers * (state.conv * dtype_bytes + state.recurrent * (state.recurrent_bytes or dtype_bytes)) / gpus
 
 
 def kv_cache_bytes(arch: Architecture, kv_bytes: float, tokens: int, sequences: int = 1) -> float:
-    """Key-value cache of `sequences` concurrent requests of `tokens` tokens each."""
-    return kv_elements_per_token_layer(arch) * kv_bytes * cached_layer_tokens(arch, tokens) * sequences
+    """Key-value cache of `sequences` concurrent requests of `tokens` tokens each, with each one's fixed state."""
+    return (kv_bytes_per_token_layer(arch, kv_bytes) * cached_layer_tokens(arch, tokens) + state_bytes(arch)) * sequences
 
 
 def kv_cache_gb(arch: Architecture, kv_bytes: float, tokens: int, sequences: int = 1) -> float:
@@ -48,8 +68,8 @@ def kv_cache_gb(arch: Architecture, kv_bytes: float, tokens: int, sequences: int
 
 
 def kv_bytes_per_token(arch: Architecture, kv_bytes: float) -> float:
-    """Cache bytes per token of context while every layer still grows (before any window fills)."""
-    return kv_elements_per_token_layer(arch) * kv_bytes * arch.layers
+    """Cache bytes per token of context while every attention layer still grows (before any window fills)."""
+    return kv_bytes_per_token_layer(arch, kv_bytes) * arch.attention_layers
 
 
 def full_fine_tuning_gb(params_b: float, bytes_per_param: float) -> float:

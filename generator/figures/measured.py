@@ -20,7 +20,8 @@ from gpumem.records.engines import DeploymentRules, KvFormat
 UNITS = {"GiB": 2**30, "MiB": 2**20, "bytes": 1}
 # Issue 10's bounds: weights, KV bytes per token per GPU, and weights + runtime; issue 22's on llama.cpp's
 # compute buffer, a term without a fitted constant, under-counted by up to 11 % on the logs that show it.
-BOUNDS = {"weights": 0.03, "kv": 0.02, "runtime": 0.10, "compute": 0.15}
+# Issue 23's on a hybrid's state (llama.cpp's recurrent buffer) and on vLLM's concurrency, both without a fitted constant.
+BOUNDS = {"weights": 0.03, "kv": 0.02, "runtime": 0.10, "compute": 0.15, "state": 0.02, "concurrency": 0.03}
 # Every runtime point ran on an H100 80GB (its logs print 79.19 GiB): what CUDA reports for it.
 H100_BYTES = 85_045_477_376
 
@@ -95,7 +96,8 @@ def _rows_of(point: dict[str, Any], models: Mapping[str, Model], rules: Deployme
         row("weights", _amount(point, "weights"), engine.weights_bytes(model, fmt) / gpus)
     if fmt and "model_size" in measured:
         row("weights", _amount(point, "model_size"), engine.weights_bytes(model, fmt))
-    if kv and "kv_cache_tokens" in measured and "kv_cache_memory" in measured:
+    # a hybrid's tokens are vLLM's concurrency at max_model_len, not its memory over a per-token cost: its check is concurrency
+    if kv and "kv_cache_tokens" in measured and "kv_cache_memory" in measured and model.arch.state is None:
         per_token = _amount(point, "kv_cache_memory") / measured["kv_cache_tokens"]
         row("kv", per_token, engine.kv_bytes_per_token_per_gpu(model.arch, kv, gpus))
     if kv and "kv_self" in measured:
@@ -107,6 +109,17 @@ def _rows_of(point: dict[str, Any], models: Mapping[str, Model], rules: Deployme
         runtime = engine.runtime_bytes_per_gpu(rules, model.arch, fmt, gpus, batch, context, batch.sequences)
         predicted = engine.weights_bytes(model, fmt) / gpus + runtime
         row("runtime", total, predicted)
+    if "state" in measured:
+        # llama.cpp keeps (1 + n_rs_seq) copies of each sequence's state when speculative decoding can roll it back
+        copies = settings.get("sequences", 1) * (1 + settings.get("rs_seq", 0))
+        row("state", _amount(point, "state"), engine.state_cache_bytes_per_gpu(model.arch, kv, copies, 1, "llama.cpp", engine.STATE_ITSELF))
+    if kv and "concurrency" in measured:
+        paging = engine.Paging(**settings["paging"]) if "paging" in settings else engine.state_paging(rules, model.arch)
+        reserved = rules.in_flight_batches * settings.get("max_num_batched_tokens", 0)
+        found_concurrency = engine.concurrency(
+            model.arch, kv, _amount(point, "kv_cache_memory"), gpus, settings["max_model_len"], reserved, paging
+        )
+        row("concurrency", float(measured["concurrency"]), found_concurrency)
     if "compute" in measured:
         unit = UNITS[point["units"]["compute"]]
         for device, role in settings["devices"].items():
@@ -129,9 +142,9 @@ def _llamacpp_cache(model: Model, kv: KvFormat, settings: dict[str, Any]) -> flo
     tokens = settings["n_ctx"] // sequences
     arch = model.arch
     per_layer = engine.kv_elements_per_token_layer(arch, 1) * kv.bytes * tokens * sequences
-    full, sliding = engine.layer_slots(arch, "llama.cpp")
+    full, sliding, _ = engine.layer_slots(arch, "llama.cpp")
     part = settings.get("cache")
-    if part == "full_layers":
+    if part == "full_layers":  # the full-attention layers' cache (a hybrid's state is a buffer of its own)
         return per_layer * full
     if part == "sliding_layers":
         return per_layer * sliding * min(1, arch.attention.window / tokens)

@@ -9,7 +9,7 @@ from gpumem.engines.deployment import Deployment
 from gpumem.engines.sizing import Choice, Fit, Market, deployment_fits
 from gpumem.figures.shared import Need, OnOffer, Shop, comfort_gb, page_context, plain_kv_bytes_per_token
 from gpumem.figures.verdicts import Verdict, rule_precision, serving_verdict, training_verdict
-from gpumem.records.catalog import Catalog, Gpu, Model
+from gpumem.records.catalog import STATE_NAMES, Catalog, Gpu, Model
 from gpumem.records.engines import WeightFormat
 
 
@@ -120,6 +120,8 @@ class ModelPage:
     kv_bytes_per_token: float
     plain_kv_bytes_per_token: float
     latent_elements: int
+    state_bytes: float  # a hybrid's fixed state per request, at 16 bits (0 without one)
+    state_name: str
     contexts: tuple[ContextFigures, ...]
     fine_tuning: tuple[Need, ...]
     valid_counts: tuple[int, ...]
@@ -198,6 +200,8 @@ def model_page(catalog: Catalog, shop: Shop, model: Model) -> ModelPage:
         kv_bytes_per_token=memory.kv_bytes_per_token(arch, kv16),
         plain_kv_bytes_per_token=plain_kv_bytes_per_token(model, kv16),
         latent_elements=memory.kv_elements_per_token_layer(arch),
+        state_bytes=memory.state_bytes(arch),
+        state_name=STATE_NAMES[arch.state.kind] if arch.state else "",
         contexts=tuple(contexts),
         fine_tuning=tuning,
         valid_counts=sizing.valid_counts(rules.gpu_counts, arch.heads),
@@ -272,7 +276,8 @@ def gpu_fit(catalog: Catalog, gpu: Gpu, model: Model, fmt: WeightFormat) -> GpuF
     per_request = need.kv_cache_bytes_per_gpu
     requests = int(free // per_request)
     reserved = deployment.reserved_tokens(rules.deployment, fmt, batch)
-    longest = deployment.longest_context(model.arch, kv, free, model.native_context, fmt.runtime, reserved)
+    paging = deployment.state_paging(rules.deployment, model.arch)
+    longest = deployment.longest_context(model.arch, kv, free, model.native_context, fmt.runtime, reserved, paging)
     return GpuFit(
         asked.name,
         need.total_bytes_per_gpu / 1e9,

@@ -14,13 +14,40 @@ from gpumem.records.engines import DeploymentRules, EnginePin, SpeedRules, Suppo
 
 @dataclass(frozen=True)
 class Attention:
-    """How a model's layers keep keys and values: full, sliding-window or MLA."""
+    """How a model's attention layers keep keys and values: full, sliding-window, chunked local (Llama 4: a
+    layer attends within its chunk of `window` tokens) or MLA, whose sparse variant (DeepSeek's DSA) also
+    caches an indexer key of `index_bytes` per token and layer."""
 
     kind: str = "full"
     window: int = 0
-    sliding_layers: int = 0
+    sliding_layers: int = 0  # the layers of a sliding or chunked kind that keep `window` tokens; the others keep all
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
+    index_bytes: int = 0
+
+    @property
+    def windowed(self) -> bool:
+        return self.kind in ("sliding", "chunked") and self.sliding_layers > 0
+
+
+# The state layers a hybrid can have: Qwen3-Next's and Qwen3.5's Gated DeltaNet, Nemotron-H's Mamba-2, Kimi
+# Linear's KDA, MiniMax's lightning attention.
+STATE_KINDS = ("gated-deltanet", "mamba2", "kda", "lightning")
+# Their own names, which every language writes alike.
+STATE_NAMES = {"gated-deltanet": "Gated DeltaNet", "mamba2": "Mamba-2", "kda": "Kimi Delta Attention", "lightning": "Lightning Attention"}
+
+
+@dataclass(frozen=True)
+class State:
+    """Linear-attention or recurrent layers (Gated DeltaNet, Mamba-2, KDA, lightning attention): each keeps a
+    fixed state per sequence, a convolution's last inputs and a recurrent matrix, instead of keys and values
+    per token. Elements are the whole layer's, before a tensor-parallel split."""
+
+    kind: str
+    layers: int
+    conv: int  # elements of one layer's convolution state per sequence
+    recurrent: int  # elements of one layer's recurrent state per sequence
+    recurrent_bytes: int = 0  # bytes per recurrent element when the config fixes its dtype (mamba_ssm_dtype), else 0
 
 
 FULL_ATTENTION = Attention()
@@ -52,6 +79,12 @@ class Architecture:
     tied_embeddings: bool = False
     intermediate: int = 0
     experts: Experts | None = None
+    state: State | None = None
+
+    @property
+    def attention_layers(self) -> int:
+        """The layers that cache keys and values per token (all but a hybrid's state layers)."""
+        return self.layers - (self.state.layers if self.state else 0)
 
 
 # What a licence lets a reader do, in the words the pages translate: an open-source licence

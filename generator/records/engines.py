@@ -74,6 +74,8 @@ class DeploymentRules:
     cuda_graph_bytes: float  # vLLM's CUDA-graph memory estimate, taken from the KV budget since v0.21
     llamacpp_copies: int  # llama.cpp's pipeline copies of its compute buffers on several GPUs
     in_flight_batches: int  # vLLM's steps scheduled but not settled (async scheduling): what sliding layers reserve for
+    state_blocks: int  # vLLM's state pages per request and state layer (prefix caching's align mode)
+    state_alignment: dict[str, int] = field(hash=False)  # tokens a hybrid's block size is a multiple of, per state kind
 
 
 @dataclass(frozen=True)

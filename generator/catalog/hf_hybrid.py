@@ -1,0 +1,234 @@
+"""The hybrid architectures of a Hugging Face config.json: layers of linear attention or Mamba-2 beside layers of
+full attention, each counted as transformers creates its tensors and each state layer's state as vLLM sizes it.
+
+Qwen3-Next and Qwen3.5 (Gated DeltaNet, transformers' models/qwen3_next and models/qwen3_5(_moe)) and Nemotron-H
+(Mamba-2, models/nemotron_h). The state of one layer per sequence is vLLM's MambaStateShapeCalculator:
+Gated DeltaNet keeps a convolution state of (kernel - 1) x (2 x key heads x key dim + value heads x value dim)
+and a recurrent state of value heads x value dim x key dim; Mamba-2 a convolution state of (kernel - 1) x
+(heads x head dim + 2 x groups x state size) and a recurrent state of heads x head dim x state size
+(https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/mamba/mamba_utils.py#L186-L293).
+Checked against every parameter transformers 5.25.0 creates for the published configs in tests/test_hf_hybrid.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from gpumem.catalog.config_fields import layer_types
+from gpumem.catalog.validate import Invalid
+from gpumem.records.catalog import Attention, Experts, State
+
+QWEN_HYBRIDS = ("qwen3_next", "qwen3_5", "qwen3_5_moe")
+NEMOTRON_HYBRIDS = ("nemotron_h",)
+# Qwen3.5's recurrent state dtype (mamba_ssm_dtype), which vLLM 0.33.0 takes for its state cache
+# (Qwen3_5ForConditionalGenerationConfig, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/config.py#L953-L977).
+STATE_DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+class Fields(Protocol):
+    config: Any
+
+    def count(self, name: str, default: int | None = None) -> int: ...
+
+    def optional(self, name: str) -> int: ...
+
+    def get(self, name: str, default: Any = None) -> Any: ...
+
+
+class Layers:
+    """A hybrid's parameters as they are counted: all of them, those one token uses, and its architecture's parts."""
+
+    def __init__(self) -> None:
+        self.params = 0
+        self.active = 0
+
+    def add(self, params: int, active: int | None = None) -> None:
+        self.params += params
+        self.active += params if active is None else active
+
+
+def qwen_layer_kinds(f: Fields, layers: int) -> list[str]:
+    """Which layers are Gated DeltaNet ("linear_attention") and which full attention: the config's layer_types,
+    else one full-attention layer in every full_attention_interval (Qwen3NextConfig's default pattern)."""
+    kinds = layer_types(f.config, layers, ("linear_attention", "full_attention"))
+    if kinds is not None:
+        return kinds
+    interval = f.count("full_attention_interval", 4)
+    return ["full_attention" if (index + 1) % interval == 0 else "linear_attention" for index in range(layers)]
+
+
+def gated_deltanet(f: Fields, hidden: int) -> tuple[int, int, int]:
+    """One Gated DeltaNet layer's parameters, and its convolution and recurrent state per sequence (elements)."""
+    key_heads, value_heads = f.count("linear_num_key_heads"), f.count("linear_num_value_heads")
+    key_dim, value_dim = f.count("linear_key_head_dim"), f.count("linear_value_head_dim")
+    kernel = f.count("linear_conv_kernel_dim", 4)
+    if value_heads % key_heads:
+        raise Invalid(f"linear_num_key_heads: {key_heads:,} does not divide linear_num_value_heads ({value_heads:,})")
+    keys, values = key_heads * key_dim, value_heads * value_dim
+    conv = 2 * keys + values
+    projections = hidden * (2 * keys + 2 * values) + hidden * 2 * value_heads  # q, k, v and the gate z; b and a
+    params = projections + conv * kernel + 2 * value_heads + value_dim + values * hidden  # conv, dt_bias and A_log, norm, out
+    return params, (kernel - 1) * conv, value_heads * value_dim * key_dim
+
+
+# What each hybrid's counting returns: its layers' parameters, its attention, its state, its experts and head size.
+Counted = tuple[Layers, Attention, State, "Experts | None", int]
+
+
+def count_qwen(f: Fields, kind: str, hidden: int, layers: int, heads: int, kv_heads: int) -> Counted:
+    """Qwen3-Next and Qwen3.5: gated full attention (queries with an output gate, q and k norms) in one layer of
+    four, Gated DeltaNet in the others, an MoE with a gated shared expert (or a dense MLP)."""
+    head_dim = f.count("head_dim", hidden // heads)
+    gate = 2 if kind == "qwen3_next" or f.get("attn_output_gate", True) else 1
+    attention = hidden * heads * head_dim * gate + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden + 2 * head_dim
+    linear, conv, recurrent = gated_deltanet(f, hidden)
+    kinds = qwen_layer_kinds(f, layers)
+    state_layers = kinds.count("linear_attention")
+    if not state_layers:
+        raise Invalid("layer_types: no linear_attention layer; a model of full attention alone has another model_type")
+    counted = Layers()
+    for item in kinds:
+        counted.add((attention if item == "full_attention" else linear) + 2 * hidden)
+    experts = None
+    dense = (
+        f.count("intermediate_size", 1) if kind == "qwen3_5_moe" and f.get("intermediate_size") is None else f.count("intermediate_size")
+    )
+    if kind == "qwen3_5":
+        counted.add(layers * 3 * hidden * dense)
+    else:
+        count, active = f.count("num_experts"), f.count("num_experts_per_tok")
+        if active > count:
+            raise Invalid(f"num_experts_per_tok: {active:,} is more than the {count:,} experts")
+        width, shared = f.count("moe_intermediate_size"), f.count("shared_expert_intermediate_size")
+        expert, fixed = 3 * hidden * width, hidden * count + 3 * hidden * shared + hidden  # router, shared expert and its gate
+        only = f.get("mlp_only_layers") or []
+        if not isinstance(only, list):
+            raise Invalid("mlp_only_layers: expected a list of layer indices")
+        step = f.count("decoder_sparse_step", 1)
+        moe = [index for index in range(layers) if index not in only and (index + 1) % step == 0]
+        for _ in moe:
+            counted.add(count * expert + fixed, active * expert + fixed)
+        if len(moe) < layers:  # dense layers: intermediate_size is needed only then (Qwen3.5's MoE configs leave it out)
+            counted.add((layers - len(moe)) * 3 * hidden * f.count("intermediate_size"))
+        experts = Experts(count, active, width, 1 if shared else 0, layers - len(moe))
+    ssm = f.get("mamba_ssm_dtype")
+    state = State("gated-deltanet", state_layers, conv, recurrent, STATE_DTYPES.get(ssm, 0) if isinstance(ssm, str) else 0)
+    return counted, Attention(), state, experts, head_dim
+
+
+def nemotron_pattern(f: Fields, layers: int) -> str:
+    """Nemotron-H's layer pattern: M a Mamba-2 layer, * attention, - an MLP, E an MoE, one character a layer."""
+    pattern = f.get("hybrid_override_pattern")
+    if not isinstance(pattern, str) or set(pattern) - set("M*-E"):
+        raise Invalid("hybrid_override_pattern: expected a string of M, *, - and E, one per layer")
+    if len(pattern) != layers:
+        raise Invalid(f"hybrid_override_pattern: {len(pattern):,} layers for num_hidden_layers ({layers:,}): expected one per layer")
+    if "M" not in pattern or "*" not in pattern:
+        raise Invalid("hybrid_override_pattern: expected both Mamba-2 (M) and attention (*) layers")
+    return pattern
+
+
+def count_nemotron(f: Fields, hidden: int, layers: int, heads: int, kv_heads: int) -> Counted:
+    """Nemotron-H: every layer one block (a norm and one mixer): Mamba-2, attention, a squared-ReLU MLP or an
+    MoE of squared-ReLU experts with a shared expert; attention layers cache keys and values."""
+    head_dim = f.count("head_dim", hidden // heads)
+    pattern = nemotron_pattern(f, layers)
+    mamba_heads, mamba_dim = f.count("mamba_num_heads"), f.count("mamba_head_dim")
+    groups, state_size, kernel = f.count("n_groups"), f.count("ssm_state_size"), f.count("conv_kernel", 4)
+    inner = mamba_heads * mamba_dim
+    conv = inner + 2 * groups * state_size
+    conv_bias = conv if f.get("use_conv_bias", True) else 0
+    mamba = hidden * (inner + conv + mamba_heads) + conv * kernel + conv_bias + 3 * mamba_heads + inner + inner * hidden
+    attention = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
+    counted = Layers()
+    experts = None
+    if "E" in pattern:
+        count, active = f.count("n_routed_experts"), f.count("num_experts_per_tok")
+        if active > count:
+            raise Invalid(f"num_experts_per_tok: {active:,} is more than the {count:,} experts")
+        width, shared = f.count("moe_intermediate_size"), f.count("moe_shared_expert_intermediate_size")
+        expert, fixed = 2 * hidden * width, hidden * count + 2 * hidden * shared
+        experts = Experts(count, active, width, 1, pattern.count("-"))
+    for item in pattern:
+        if item == "E":
+            counted.add(count * expert + fixed + hidden, active * expert + fixed + hidden)
+        else:
+            mixer = {"M": mamba, "*": attention, "-": 2 * hidden * f.count("intermediate_size")}[item]
+            counted.add(mixer + hidden)
+    state = State("mamba2", pattern.count("M"), (kernel - 1) * conv, mamba_heads * mamba_dim * state_size)
+    return counted, Attention(), state, experts, head_dim
+
+
+def qwen_vision(vision: Any, text_hidden: int, limits: Any) -> int:
+    """Qwen3.5's vision tower (transformers' Qwen3_5MoeVisionModel): a 3-D patch embedding, learned positions,
+    pre-norm blocks of attention and a GELU MLP, and a merger of 2 x 2 patches into the text model's width
+    (0 without one)."""
+    if not isinstance(vision, dict):
+        return 0
+    from gpumem.catalog.hf_config import Fields as ConfigFields  # the same reader, for the nested block
+
+    f = ConfigFields(vision, limits, "vision_config.")
+    width, mlp, depth = f.count("hidden_size"), f.count("intermediate_size"), f.count("depth")
+    patch, frames, channels = f.count("patch_size"), f.count("temporal_patch_size", 2), f.count("in_channels", 3)
+    merged = width * f.count("spatial_merge_size", 2) ** 2
+    out = f.count("out_hidden_size", text_hidden)
+    embedding = channels * frames * patch * patch * width + width + f.count("num_position_embeddings") * width
+    block = 4 * width + (3 * width * width + 3 * width) + (width * width + width) + (width * mlp + mlp) + (mlp * width + width)
+    merger = 2 * width + merged * merged + merged + merged * out + out
+    return embedding + depth * block + merger
+
+
+LLAMA4 = ("llama4",)
+NOPE_INTERVAL = 4  # Llama4TextConfig's no_rope_layer_interval: every fourth layer is global and uses no RoPE
+
+
+def count_llama4(f: Fields, hidden: int, layers: int, heads: int, kv_heads: int) -> tuple[Layers, Attention, Experts, int]:
+    """Llama 4: chunked local attention (RoPE layers attend within their chunk of attention_chunk_size tokens)
+    beside global layers without RoPE (no_rope_layers, 0 for a global layer, else every fourth); an MoE of
+    routed experts with a shared expert in every interleave_moe_layer_step-th layer, a dense MLP of
+    intermediate_size_mlp in the others (transformers' Llama4TextConfig and Llama4TextDecoderLayer)."""
+    head_dim = f.count("head_dim", hidden // heads)
+    rope = f.get("no_rope_layers") or [int((index + 1) % NOPE_INTERVAL != 0) for index in range(layers)]
+    if not isinstance(rope, list) or len(rope) != layers or any(item not in (0, 1) for item in rope):
+        raise Invalid(f"no_rope_layers: expected a list of 0 and 1, one per layer ({layers:,})")
+    chunk = f.count("attention_chunk_size")
+    attention = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + 2 * hidden  # and the two norms
+    count, active = f.count("num_local_experts"), f.count("num_experts_per_tok", 1)
+    if active > count:
+        raise Invalid(f"num_experts_per_tok: {active:,} is more than the {count:,} experts")
+    width, step = f.count("intermediate_size"), f.count("interleave_moe_layer_step", 1)
+    dense = f.count("intermediate_size_mlp", width)
+    expert, fixed = 3 * hidden * width, hidden * count + 3 * hidden * width  # the router and the shared expert
+    moe = set(range(step - 1, layers, step))
+    counted = Layers()
+    for index in range(layers):
+        counted.add(attention)
+        if index in moe:
+            counted.add(count * expert + fixed, active * expert + fixed)
+        else:
+            counted.add(3 * hidden * dense)
+    local = sum(rope)
+    kind = Attention("chunked", window=chunk, sliding_layers=local) if local else Attention()
+    return counted, kind, Experts(count, active, width, 1, layers - len(moe)), head_dim
+
+
+def llama4_vision(vision: Any, text_hidden: int, limits: Any) -> int:
+    """Llama 4's vision tower (transformers' Llama4VisionModel and its projector): an unfolded patch embedding,
+    a class token and learned positions, pre-norm encoder layers with biased attention and a GELU MLP, a
+    pixel-shuffle adapter and the projection into the text model's width (0 without one)."""
+    if not isinstance(vision, dict):
+        return 0
+    from gpumem.catalog.hf_config import Fields as ConfigFields
+
+    f = ConfigFields(vision, limits, "vision_config.")
+    width, mlp, depth = f.count("hidden_size"), f.count("intermediate_size"), f.count("num_hidden_layers")
+    patch, image, channels = f.count("patch_size"), f.count("image_size"), f.count("num_channels", 3)
+    project_in, project_out = f.count("projector_input_dim"), f.count("projector_output_dim")
+    output = f.count("vision_output_dim")
+    if patch > image:
+        raise Invalid(f"vision_config.patch_size: {patch:,} is more than vision_config.image_size ({image:,})")
+    patches = (image // patch) ** 2 + 1
+    embedding = channels * patch * patch * width + width + patches * width + 4 * width
+    layer = 4 * (width * width + width) + (width * mlp + mlp) + (mlp * width + width) + 4 * width
+    adapter = mlp * project_in + project_out * project_out
+    return embedding + depth * layer + adapter + output * text_hidden

@@ -1,0 +1,197 @@
+"""Issue 23's architectures: hybrids of state layers and attention, chunked local attention, DeepSeek sparse attention.
+
+Each published config.json of tests/fixtures/hf_configs is counted to the parameter transformers 5.25.0 creates for
+it (a model built on the meta device, AutoModelForCausalLM.from_config, summed over named_parameters; its vision
+tower with AutoModelForImageTextToText), plus the score-correction bias of each MoE layer's router that DeepSeek-style
+checkpoints store and transformers keeps as a buffer (256 per layer for DeepSeek V3.2 and GLM-5, 384 for Kimi K2).
+
+The configs are the Hugging Face files (https://huggingface.co/<repo>/blob/main/config.json) as two repositories
+vendor them, copied unchanged: ai-dynamo/aiconfigurator at 095f58a51c4ca8e61b66ec108d86f223f8d559ce,
+aic-core/src/aiconfigurator_core/model_configs/<owner>--<name>_config.json (Qwen/Qwen3.5-27B, Qwen/Qwen3.5-35B-A3B,
+deepseek-ai/DeepSeek-V3.2, zai-org/GLM-5, moonshotai/Kimi-K2-Instruct, nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16),
+and at 1b7cfb10a6fa06880ad7911db5ddb949882ff76a, src/aiconfigurator/model_configs/ (Qwen/Qwen3-Next-80B-A3B-Thinking);
+inference-sim/inference-sim at 59649ee4320aa98bbc5607a84df1f09f1e80eedf,
+model_configs/llama-4-scout-17b-16e-instruct/config.json (meta-llama/Llama-4-Scout-17B-16E-Instruct).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from gpumem.catalog.hf_config import count
+from gpumem.catalog.inputs import load_catalog
+from gpumem.catalog.validate import Invalid
+from gpumem.engines import deployment as engine
+from gpumem.engines import memory
+from gpumem.records.catalog import Architecture, Attention, State
+
+from .project import CATALOGS, REPO
+from .test_estimate import estimate
+
+CONFIGS = REPO / "tests/fixtures/hf_configs"
+CATALOG = load_catalog(CATALOGS)
+LIMITS = CATALOG.rules.calculator_limits
+RULES = CATALOG.rules.deployment
+assert RULES is not None
+KV = RULES.kv_formats
+
+
+def counted(name: str):
+    return count(json.loads((CONFIGS / f"{name}.json").read_text()), LIMITS)
+
+
+@pytest.mark.parametrize(
+    "name, params, vision, active",
+    [
+        ("qwen3-next-80b-a3b-thinking", 79_674_391_296, 0, 3_874_929_408),
+        ("qwen3.5-27b", 26_895_998_464, 460_730_096, None),
+        ("qwen3.5-35b-a3b", 34_660_610_688, 446_571_248, 3_454_988_928),
+        ("nemotron-3-nano-30b-a3b-bf16", 31_577_937_344, 0, 3_580_073_408),
+        ("llama-4-scout-17b-16e-instruct", 107_769_861_120, 871_932_416, 17_172_894_720),
+        ("deepseek-v3.2", 671_877_929_216 + 58 * 256, 0, 38_403_822_336),
+        ("glm-5", 743_911_199_232 + 75 * 256, 0, 41_784_728_832),
+        ("kimi-k2-instruct", 1_026_408_209_408 + 60 * 384, 0, 32_861_500_928),
+    ],
+)
+def test_published_configs_count_what_transformers_creates(name, params, vision, active):
+    found = counted(name)
+    assert (found.params, found.vision, found.active) == (params, vision, active)
+
+
+def test_each_hybrid_s_state_layers_and_their_state():
+    assert counted("qwen3-next-80b-a3b-thinking").arch.state == State("gated-deltanet", 36, 3 * 8192, 32 * 128 * 128)
+    assert counted("qwen3.5-35b-a3b").arch.state == State("gated-deltanet", 30, 3 * 8192, 32 * 128 * 128, recurrent_bytes=4)
+    assert counted("qwen3.5-27b").arch.state == State("gated-deltanet", 48, 3 * 10240, 48 * 128 * 128, recurrent_bytes=4)
+    # Mamba-2: conv over heads x head dim + 2 x groups x state size, recurrent heads x head dim x state size
+    assert counted("nemotron-3-nano-30b-a3b-bf16").arch.state == State("mamba2", 23, 3 * (64 * 64 + 2 * 8 * 128), 64 * 64 * 128)
+    nemotron = counted("nemotron-3-nano-30b-a3b-bf16").arch
+    assert (nemotron.attention_layers, nemotron.experts.count, nemotron.experts.active) == (29, 128, 6)
+
+
+def test_chunked_and_sparse_attention_are_read_from_the_config():
+    assert counted("llama-4-scout-17b-16e-instruct").arch.attention == Attention("chunked", window=8192, sliding_layers=36)
+    assert counted("deepseek-v3.2").arch.attention == Attention("mla", kv_lora_rank=512, qk_rope_head_dim=64, index_bytes=132)
+    assert counted("kimi-k2-instruct").arch.attention.index_bytes == 0
+    assert counted("glm-5").arch.attention.index_bytes == 132
+
+
+QWEN35 = Architecture(40, 16, 2, 256, state=State("gated-deltanet", 30, 24576, 524288, recurrent_bytes=4))
+
+
+def test_vllm_pages_a_hybrid_s_state_in_attention_blocks():
+    # one state layer: 24,576 x 2 B + 524,288 x 4 B = 2,146,304 B; an attention layer's token 2 x 2 x 256 x 2 = 2,048 B
+    assert engine.state_bytes_per_gpu(QWEN35, 1, "vllm") == 2_146_304
+    paging = engine.state_paging(RULES, QWEN35)
+    assert paging == engine.Paging(3, 64)
+    assert engine.block_tokens(QWEN35, KV["bf16"], 1, paging) == 1088  # 64 x ceil(2,146,304 / (64 x 2,048))
+    assert engine.block_tokens(QWEN35, KV["bf16"], 1, engine.Paging(2, 16)) == 1056  # 16 x 66
+    assert engine.layer_slots(QWEN35, "vllm") == (10, 0, 30)
+    # 30 state layers x 3 pages of 1,088 x 2,048 B, whatever the context
+    assert engine.state_cache_bytes_per_gpu(QWEN35, KV["bf16"], 1, 1, "vllm", paging) == 30 * 3 * 1088 * 2048
+    # the 10 attention layers hold 32,768 tokens in 31 whole blocks of 1,088
+    cache = engine.kv_cache_bytes_per_gpu(QWEN35, KV["bf16"], 32768, 1, 1, "vllm", 0, paging)
+    assert cache == 10 * 2048 * 31 * 1088 + 30 * 3 * 1088 * 2048
+    assert engine.kv_bytes_per_token_per_gpu(QWEN35, KV["bf16"], 1) == 10 * 2048
+
+
+def test_tensor_parallelism_splits_the_state_and_llamacpp_keeps_it_whole_in_f32():
+    assert engine.state_bytes_per_gpu(QWEN35, 2, "vllm") == 2_146_304 / 2
+    assert engine.state_bytes_per_gpu(QWEN35, 2, "llama.cpp") == (24576 + 524288) * 4
+    # llama.cpp splits layers: the busiest of 2 GPUs holds 15 of the 30 state layers
+    assert engine.state_cache_bytes_per_gpu(QWEN35, KV["bf16"], 2, 2, "llama.cpp", engine.STATE_ITSELF) == 2 * 15 * (24576 + 524288) * 4
+
+
+def test_the_rule_of_thumb_counts_the_state_once_per_request():
+    assert memory.state_bytes(QWEN35) == 30 * 2_146_304
+    assert memory.kv_cache_bytes(QWEN35, 2, 1000, 3) == 3 * (10 * 2048 * 1000 + 30 * 2_146_304)
+
+
+def test_vllm_s_concurrency_follows_its_groups_of_blocks():
+    # 6 GiB of fp8 cache on one GPU, the Triton path's paging: 10 layers x 2,096 tokens x 1,024 B a block
+    free = 6 * 2**30
+    found = engine.concurrency(QWEN35, KV["fp8"], free, 1, 131072, 16384, engine.Paging(2, 16))
+    assert found == (free // (10 * 2096 * 1024)) / (63 + 3 * 2)
+
+
+def test_chunked_layers_keep_their_chunk_and_the_tokens_in_flight():
+    scout = counted("llama-4-scout-17b-16e-instruct").arch
+    assert engine.sliding_tokens(scout, 131072, 16384) == 8192 + 16384
+    assert engine.sliding_tokens(scout, 131072) == 8192
+    sliding = Architecture(4, 8, 8, 64, Attention("sliding", window=8192, sliding_layers=2))
+    assert engine.sliding_tokens(sliding, 131072, 16384) == 8191 + 16384
+    assert engine.layer_slots(scout, "vllm") == (12, 36, 0)
+
+
+def test_the_sparse_indexer_key_is_cached_beside_the_latent_in_any_format():
+    dsa = counted("deepseek-v3.2").arch
+    assert engine.kv_bytes_per_token_per_gpu(dsa, KV["bf16"], 8) == 61 * (576 * 2 + 132)
+    assert engine.kv_bytes_per_token_per_gpu(dsa, KV["fp8"], 8) == 61 * (576 + 132)
+
+
+def qwen_config() -> dict:
+    return json.loads((CONFIGS / "qwen3.5-35b-a3b.json").read_text())
+
+
+def with_text(**changes) -> dict:
+    config = qwen_config()
+    config["text_config"].update(changes)
+    return config
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (
+            with_text(layer_types=["linear_attention"] * 39 + ["sliding_attention"]),
+            'layer_types: expected a list of "linear_attention" and "full_attention", got',
+        ),
+        (with_text(layer_types=["full_attention"] * 40), "layer_types: no linear_attention layer; a model of full attention alone"),
+        (with_text(linear_num_key_heads=12), "linear_num_key_heads: 12 does not divide linear_num_value_heads (32)"),
+        (with_text(linear_key_head_dim=None), "linear_key_head_dim: expected a positive integer, got nothing"),
+        (with_text(num_experts_per_tok=300), "num_experts_per_tok: 300 is more than the 256 experts"),
+    ],
+)
+def test_a_hybrid_it_cannot_count_is_refused_naming_the_field(config, message):
+    with pytest.raises(Invalid) as error:
+        count(config, LIMITS)
+    assert str(error.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    "pattern, message",
+    [
+        ("M*" * 25, "hybrid_override_pattern: 50 layers for num_hidden_layers (52): expected one per layer"),
+        ("MX" * 26, "hybrid_override_pattern: expected a string of M, *, - and E, one per layer"),
+        ("ME" * 26, "hybrid_override_pattern: expected both Mamba-2 (M) and attention (*) layers"),
+    ],
+)
+def test_a_nemotron_pattern_it_cannot_read_is_refused(pattern, message):
+    config = json.loads((CONFIGS / "nemotron-3-nano-30b-a3b-bf16.json").read_text())
+    config["hybrid_override_pattern"] = pattern
+    with pytest.raises(Invalid, match="^" + message.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*") + "$"):
+        count(config, LIMITS)
+
+
+def test_llama4_s_layer_list_must_be_one_per_layer():
+    config = json.loads((CONFIGS / "llama-4-scout-17b-16e-instruct.json").read_text())
+    broken = copy.deepcopy(config)
+    broken["text_config"]["no_rope_layers"] = [1, 0]
+    with pytest.raises(Invalid, match=r"^no_rope_layers: expected a list of 0 and 1, one per layer \(48\)$"):
+        count(broken, LIMITS)
+
+
+def test_estimate_names_the_fixed_state_apart_from_the_kv_per_token():
+    done = estimate("--config", str(CONFIGS / "qwen3.5-35b-a3b.json"), "--context", "32768")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[2] == "  KV cache     0.9 GB (0.8 GiB) per GPU (20,480 bytes per token)"
+    assert (
+        lines[3]
+        == "    of which  0.2 GB (0.2 GiB) per GPU is fixed state (30 of 40 layers are Gated DeltaNet: a state per request, no KV per token)"
+    )
+    data = json.loads(estimate("--config", str(CONFIGS / "qwen3.5-35b-a3b.json"), "--context", "32768", "--json").stdout)
+    assert data["state_bytes_per_gpu"] == 30 * 3 * 1088 * 2048
+    assert data["kv_cache_bytes_per_gpu"] == 10 * 2048 * 31 * 1088 + 30 * 3 * 1088 * 2048
