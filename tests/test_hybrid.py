@@ -11,7 +11,9 @@ aic-core/src/aiconfigurator_core/model_configs/<owner>--<name>_config.json (Qwen
 deepseek-ai/DeepSeek-V3.2, zai-org/GLM-5, moonshotai/Kimi-K2-Instruct, nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16),
 and at 1b7cfb10a6fa06880ad7911db5ddb949882ff76a, src/aiconfigurator/model_configs/ (Qwen/Qwen3-Next-80B-A3B-Thinking);
 inference-sim/inference-sim at 59649ee4320aa98bbc5607a84df1f09f1e80eedf,
-model_configs/llama-4-scout-17b-16e-instruct/config.json (meta-llama/Llama-4-Scout-17B-16E-Instruct).
+model_configs/llama-4-scout-17b-16e-instruct/config.json (meta-llama/Llama-4-Scout-17B-16E-Instruct); MiniMaxAI/MiniMax-M2.7
+and nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 from aiconfigurator at 095f58a5 too, the latter's one bare Infinity
+(time_step_limit, which no count reads and JSON does not allow) written as 1e308.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ def counted(name: str):
         ("deepseek-v3.2", 671_877_929_216 + 58 * 256, 0, 38_403_822_336),
         ("glm-5", 743_911_199_232 + 75 * 256, 0, 41_784_728_832),
         ("kimi-k2-instruct", 1_026_408_209_408 + 60 * 384, 0, 32_861_500_928),
+        ("minimax-m2.7", 228_689_748_992 + 62 * 256, 0, 11_030_553_088),
+        ("nemotron-3-super-120b-a12b-fp8", 120_668_687_360, 0, 12_770_216_960),
     ],
 )
 def test_published_configs_count_what_transformers_creates(name, params, vision, active):

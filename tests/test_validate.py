@@ -397,3 +397,24 @@ def test_the_release_repository_comes_from_the_source():
         "Qwen3-8B-Q4_K_M.gguf",
     )
     assert sum(len(m.repos) for m in models.values()) == 43
+
+
+def test_a_hybrid_s_state_block_is_read_and_checked(root):
+    edit(
+        root / MODELS,
+        "    attention: {kind: full}\n    vocab: 128256\n",
+        "    attention: {kind: full}\n    state: {kind: rwkv, layers: 32, conv: 0, recurrent: 4096, recurrent_bytes: 3}\n    vocab: 128256\n",
+    )
+    line = line_of(root / MODELS, "kind: rwkv")
+    assert problems(root) == [
+        f"catalogs/models.yaml:{line}: llama-3.1-8b: state.kind: unknown state kind 'rwkv' (expected gated-deltanet, kda, lightning or mamba2)",
+        f"catalogs/models.yaml:{line}: llama-3.1-8b: state.layers: 32 leaves no attention layer of 32",
+        f"catalogs/models.yaml:{line}: llama-3.1-8b: state.conv: expected a positive integer, got 0",
+        f"catalogs/models.yaml:{line}: llama-3.1-8b: state.recurrent_bytes: expected 2 (16 bits) or 4 (32 bits), got 3",
+    ]
+
+
+def test_chunked_attention_and_the_sparse_indexer_are_read(root):
+    edit(root / MODELS, "    attention: {kind: full}\n    vocab: 128256\n", "    attention: {kind: chunked, window: 8192}\n    vocab: 128256\n")
+    line = line_of(root / MODELS, "kind: chunked")
+    assert problems(root) == [f"catalogs/models.yaml:{line}: llama-3.1-8b: attention.sliding_layers: missing field (expected a positive integer)"]

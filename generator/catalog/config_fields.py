@@ -70,6 +70,7 @@ FIELD_LIMITS = {
     "out_hidden_size": "max_hidden",
     "num_position_embeddings": "max_context",
     "attention_chunk_size": "max_context",
+    "moe_latent_size": "max_hidden",
     "interleave_moe_layer_step": "max_layers",
     "intermediate_size_mlp": "max_intermediate",
     "num_channels": "max_hidden",

@@ -37,6 +37,7 @@ ARCHITECTURES = (
     "qwen3_5_moe",
     "nemotron_h",
     "llama4",
+    "minimax_m2",
 )
 MLA = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa")
 SPARSE_MLA = ("deepseek_v32", "glm_moe_dsa")  # DeepSeek sparse attention: MLA with a lightning indexer
@@ -128,6 +129,8 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
                 attention_params += heads * head_dim + 2 * kv_heads * head_dim + hidden + heads  # biases and sinks
             if kind in QK_NORM:
                 attention_params += 2 * head_dim
+            if kind == "minimax_m2":  # its q and k norms span every head (qk_norm_type per_layer)
+                attention_params += (heads + kv_heads) * head_dim
             attention = _window(f, kind, layers)
         norms = (4 if kind in FOUR_NORMS else 2) * hidden
         mlp, active_mlp, experts, intermediate = _mlp(f, kind, hidden, layers)
@@ -208,12 +211,12 @@ def _window(f: Fields, kind: str, layers: int) -> Attention:
 
 def _mlp(f: Fields, kind: str, hidden: int, layers: int) -> tuple[int, int, Experts | None, int]:
     """All layers' MLP parameters, those one token uses, the experts block and the dense width."""
-    if kind in ("mixtral", "qwen3_moe", "gpt_oss"):
-        count_ = f.count("num_local_experts" if kind in ("mixtral", "gpt_oss") else "num_experts")
+    if kind in ("mixtral", "qwen3_moe", "gpt_oss", "minimax_m2"):
+        count_ = f.count("num_experts" if kind == "qwen3_moe" else "num_local_experts")
         active = _active(f, count_, 2 if kind == "mixtral" else None)
         width = f.count("moe_intermediate_size" if kind == "qwen3_moe" else "intermediate_size")
         expert = 3 * hidden * width + (2 * width + hidden if kind == "gpt_oss" else 0)  # gpt-oss experts have biases
-        router = hidden * count_ + (count_ if kind == "gpt_oss" else 0)
+        router = hidden * count_ + (count_ if kind in ("gpt_oss", "minimax_m2") else 0)  # a bias (MiniMax: score correction)
         experts = Experts(count_, active, width)
         dense = f.count("intermediate_size", width)
         return layers * (count_ * expert + router), layers * (active * expert + router), experts, dense

@@ -147,8 +147,9 @@ def count_nemotron(f: Fields, hidden: int, layers: int, heads: int, kv_heads: in
         if active > count:
             raise Invalid(f"num_experts_per_tok: {active:,} is more than the {count:,} experts")
         width, shared = f.count("moe_intermediate_size"), f.count("moe_shared_expert_intermediate_size")
-        expert, fixed = 2 * hidden * width, hidden * count + 2 * hidden * shared
-        experts = Experts(count, active, width, 1, pattern.count("-"))
+        latent = f.count("moe_latent_size") if f.get("moe_latent_size") is not None else hidden  # experts in a latent width
+        expert, fixed = 2 * latent * width, hidden * count + 2 * hidden * shared + (2 * hidden * latent if latent != hidden else 0)
+        experts = Experts(count, active, width, 1, layers - pattern.count("E"))  # the layers without routed experts
     for item in pattern:
         if item == "E":
             counted.add(count * expert + fixed + hidden, active * expert + fixed + hidden)
