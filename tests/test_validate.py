@@ -414,7 +414,13 @@ def test_a_hybrid_s_state_block_is_read_and_checked(root):
     ]
 
 
-def test_chunked_attention_and_the_sparse_indexer_are_read(root):
-    edit(root / MODELS, "    attention: {kind: full}\n    vocab: 128256\n", "    attention: {kind: chunked, window: 8192}\n    vocab: 128256\n")
+def test_chunked_attention_names_its_local_layers(root):
+    edit(
+        root / MODELS,
+        "    attention: {kind: full}\n    vocab: 128256\n",
+        "    attention: {kind: chunked, window: 8192}\n    vocab: 128256\n",
+    )
     line = line_of(root / MODELS, "kind: chunked")
-    assert problems(root) == [f"catalogs/models.yaml:{line}: llama-3.1-8b: attention.sliding_layers: missing field (expected a positive integer)"]
+    assert problems(root) == [
+        f"catalogs/models.yaml:{line}: llama-3.1-8b: attention.sliding_layers: missing field (expected a positive integer)"
+    ]
