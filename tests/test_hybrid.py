@@ -19,19 +19,20 @@ and nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 from aiconfigurator at 095f58a5
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 import pytest
 
-from gpumem.catalog.hf_config import count
+from gpumem.catalog.hf_config import count, kept_parts, model_from_config
 from gpumem.catalog.inputs import load_catalog
 from gpumem.catalog.validate import Invalid
 from gpumem.engines import deployment as engine
 from gpumem.engines import memory
-from gpumem.records.catalog import Architecture, Attention, State
+from gpumem.records.catalog import Architecture, Attention, Repo, State
 
 from .project import CATALOGS, REPO
-from .test_estimate import estimate
+from .test_estimate import estimate, gpumem
 
 CONFIGS = REPO / "tests/fixtures/hf_configs"
 CATALOG = load_catalog(CATALOGS)
@@ -199,3 +200,52 @@ def test_estimate_names_the_fixed_state_apart_from_the_kv_per_token():
     data = json.loads(estimate("--config", str(CONFIGS / "qwen3.5-35b-a3b.json"), "--context", "32768", "--json").stdout)
     assert data["state_bytes_per_gpu"] == 30 * 3 * 1088 * 2048
     assert data["kv_cache_bytes_per_gpu"] == 10 * 2048 * 31 * 1088 + 30 * 3 * 1088 * 2048
+
+
+def test_an_nvfp4_release_keeps_at_16_bits_what_its_config_leaves_unquantized():
+    config = json.loads((CONFIGS / "minimax-m2.5-nvfp4.json").read_text())
+    assert kept_parts(config) == ("attention", "router")
+    found = count(config, LIMITS)
+    assert found.release == "nvfp4"
+    arch = found.arch
+    attention = 62 * (2 * 3072 * 48 * 128 + 2 * 3072 * 8 * 128)
+    router = 62 * 3072 * 256
+    assert (engine.kept_params(arch, "attention"), engine.kept_params(arch, "router")) == (attention, router)
+    model = model_from_config(config, LIMITS, "m", "M", "https://huggingface.co/nvidia/MiniMax-M2.5-NVFP4/blob/main/config.json")
+    nvfp4 = RULES.weight_formats["nvfp4"]
+    assert nvfp4.bits == 4.5  # E2M1 values and an FP8 scale per 16
+    sixteen = engine.embedding_params(arch) + attention + router
+    kept = dataclasses.replace(
+        model, repos={"nvfp4": Repo("nvfp4", "nvidia/MiniMax-M2.5-NVFP4", "https://huggingface.co", kept=("attention", "router"))}
+    )
+    assert engine.weights_bytes(kept, nvfp4) == (found.params - sixteen) * 4.5 / 8 + sixteen * 2
+    assert (
+        engine.weights_bytes(model, nvfp4) == (found.params - engine.embedding_params(arch)) * 4.5 / 8 + engine.embedding_params(arch) * 2
+    )
+
+
+def test_models_add_drafts_the_parts_a_release_keeps(tmp_path):
+    folder = tmp_path / "minimax-m2.5"
+    folder.mkdir()
+    (folder / "config.json").write_text((CONFIGS / "minimax-m2.5-nvfp4.json").read_text())
+    source = "https://huggingface.co/nvidia/MiniMax-M2.5-NVFP4/blob/main/config.json"
+    done = gpumem("models", "add", str(folder / "config.json"), "--catalogs", str(CATALOGS), "--source", source)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert '    release: "nvfp4"' in lines
+    assert (
+        '    repos: {nvfp4: {repo: "nvidia/MiniMax-M2.5-NVFP4", kept: ["attention", "router"], '
+        'source: "https://huggingface.co/nvidia/MiniMax-M2.5-NVFP4"}}'
+    ) in lines
+
+
+def test_an_nvfp4_cache_is_launched_with_its_dtype():
+    done = estimate("--model", "llama-3.1-8b", "--kv", "nvfp4")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # head_size / 2 + head_size / 16 bytes per head: 0.5625 a value, 32 layers x 2 x 8 heads x 128
+    assert lines[2] == "  KV cache     0.3 GB (0.3 GiB) per GPU (36,864 bytes per token)"
+    assert lines[9] == (
+        "  vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1 --max-model-len 8192 --gpu-memory-utilization 0.92"
+        " --max-num-seqs 1 --kv-cache-dtype nvfp4"
+    )

@@ -250,8 +250,29 @@ def _release(config: dict[str, Any]) -> str:
     quantization = config.get("quantization_config")
     if isinstance(quantization, dict):
         method = str(quantization.get("quant_method", "")).lower()
+        if method == "modelopt":  # NVIDIA's ModelOpt names its algorithm apart
+            return {"NVFP4": "nvfp4", "FP8": "fp8"}.get(str(quantization.get("quant_algo")), "bf16")
         return {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq", "bitsandbytes": "nf4"}.get(method, "bf16")
     return "fp16" if config.get("torch_dtype") == "float16" else "bf16"
+
+
+def kept_parts(config: dict[str, Any]) -> tuple[str, ...]:
+    """What a quantized release keeps at 16 bits beyond its format's own (records.catalog.KEPT_PARTS), read from its
+    quantization config's list of modules left unquantized (ModelOpt and compressed-tensors: `ignore`; FP8:
+    `modules_to_not_convert`): attention when it names attention layers, router when it names MoE gates."""
+    quantization = config.get("quantization_config")
+    if not isinstance(quantization, dict):
+        return ()
+    names = quantization.get("ignore") or quantization.get("modules_to_not_convert") or []
+    if not isinstance(names, list):
+        return ()
+    text = [str(name) for name in names]
+    found = []
+    if any("self_attn" in name for name in text):
+        found.append("attention")
+    if any(name.endswith((".gate", ".router")) for name in text):
+        found.append("router")
+    return tuple(found)
 
 
 def model_from_config(config: dict[str, Any], limits: Mapping[str, float], model_id: str, name: str, source: str) -> Model:

@@ -22,7 +22,7 @@ from gpumem.catalog.validate import (
     url,
 )
 from gpumem.errors import Problems
-from gpumem.records.catalog import LICENSE_KINDS, STATE_KINDS, Architecture, Attention, Experts, License, Model, Repo, State
+from gpumem.records.catalog import KEPT_PARTS, LICENSE_KINDS, STATE_KINDS, Architecture, Attention, Experts, License, Model, Repo, State
 
 MAX_PARAMS_B = 100_000
 MODEL_FIELDS = (
@@ -81,6 +81,9 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
             state=read_state(entry, layers),
         )
         fields["repos"] = read_repos(entry, formats, fields["release"], fields["source"])
+        kept_attention = any("attention" in repo.kept for repo in fields["repos"].values())
+        if kept_attention and attention.kind == "mla":
+            entry.report(item.line_of("repos"), "repos", "kept: attention is counted for grouped-query attention, not MLA")
         if not entry.failed:
             arch = Architecture(layers, heads, kv_heads, attention=attention, **shape)
             models.append(Model(id=model_id, params_b=params, active_params_b=active, arch=arch, **fields))
@@ -88,7 +91,7 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
 
 
 LICENSE_FIELDS = ("name", "kind", "url")
-REPO_FIELDS = ("repo", "file", "bytes", "source")
+REPO_FIELDS = ("repo", "file", "bytes", "kept", "source")
 MAX_CHECKPOINT_BYTES = 10**15  # a petabyte: above the largest model the calculator takes, at 32 bits
 HF_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 HF_PAGE = re.compile(r"https://huggingface\.co/([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(/.*)?")
@@ -130,12 +133,20 @@ def read_repos(entry: Entry, formats: set[str] | None, release: str | None, sour
         item.check_keys(REPO_FIELDS)
         repo, file = item.get("repo", hf_repo), item.get("file", gguf_file, required=False, default="")
         size = item.get("bytes", at_most(positive_int, MAX_CHECKPOINT_BYTES), required=False, default=0)
+        kept = item.get("kept", _kept_parts, required=False, default=())
         where = item.get("source", url)
         section.failed = section.failed or item.failed
         if repo and where and not item.failed:
-            found[name] = Repo(name, repo, where, file or "", size or 0)
+            found[name] = Repo(name, repo, where, file or "", size or 0, kept or ())
     entry.failed = entry.failed or section.failed
     return found
+
+
+def _kept_parts(value: Any) -> tuple[str, ...]:
+    """The parts a release keeps at 16 bits: a list of KEPT_PARTS, each once."""
+    if not isinstance(value, list) or not value or any(item not in KEPT_PARTS for item in value) or len(set(value)) < len(value):
+        raise Invalid(f"expected a list of {' and '.join(KEPT_PARTS)}, each once, got {describe(value)}")
+    return tuple(value)
 
 
 def license_name(value: Any) -> str:

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.catalog.checkpoint import Checkpoint
-from gpumem.catalog.hf_config import model_from_config
+from gpumem.catalog.hf_config import kept_parts, model_from_config, text_config
 from gpumem.catalog.inputs import label, load_catalog
 from gpumem.catalog.load import parse_json, read_text, read_yaml
+from gpumem.catalog.models import HF_PAGE
 from gpumem.catalog.rules import read_rules
 from gpumem.catalog.validate import Invalid
 from gpumem.commands.estimate_checkpoint import checkpoint_json, checkpoint_problems, checkpoint_repos, checkpoint_text, weighed_checkpoint
@@ -479,8 +480,11 @@ def draft_entry(
     if model.vision_params_b:
         fields.append(("vision_params_b", round(model.vision_params_b, 6)))
     fields.append(("release", model.release))
+    kept = kept_parts(text_config(config))
     if checkpoint is not None:
-        fields.append(("repos", checkpoint_repos(weighed_checkpoint(checkpoint), model, source)))
+        fields.append(("repos", checkpoint_repos(weighed_checkpoint(checkpoint), model, source, kept)))
+    elif kept and (page := HF_PAGE.fullmatch(source or "")):  # the release's repository, with what it keeps at 16 bits
+        fields.append(("repos", {model.release: {"repo": page.group(1), "kept": list(kept), "source": f"https://huggingface.co/{page.group(1)}"}}))
     fields += [("license", DRAFT_LICENSE), ("source", model.source)]
     lines = ["  - " + _yaml_field(*fields[0])] + ["    " + _yaml_field(key, value) for key, value in fields[1:]]
     return "\n".join(lines) + "\n"
@@ -495,9 +499,11 @@ def _yaml_field(key: str, value: Any) -> str:
 
 
 def _flow(value: Any) -> str:
-    """A value in YAML's flow style: a mapping in braces (nested ones too), else a scalar."""
+    """A value in YAML's flow style: a mapping in braces, a list in brackets (nested ones too), else a scalar."""
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_flow(item) for item in value) + "]"
     return _scalar(value)
 
 

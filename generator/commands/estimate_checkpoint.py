@@ -54,7 +54,7 @@ def checkpoint_problems(checkpoint: Checkpoint | None, model: Model, weights: st
     return []
 
 
-def checkpoint_repos(checkpoint: Checkpoint, model: Model, source: str | None) -> dict[str, dict[str, Any]]:
+def checkpoint_repos(checkpoint: Checkpoint, model: Model, source: str | None, kept: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
     """`gpumem models add --checkpoint`: the draft's repos entry for the checkpoint's format, with its bytes;
     the repository is the one --source names on Hugging Face, else left to fill."""
     fmt = checkpoint.format or model.release
@@ -66,5 +66,7 @@ def checkpoint_repos(checkpoint: Checkpoint, model: Model, source: str | None) -
     if checkpoint.path.suffix == ".gguf":
         entry["file"] = checkpoint.path.name
     entry["bytes"] = checkpoint.bytes
+    if kept:
+        entry["kept"] = list(kept)
     entry["source"] = source or "TODO: the page of the checkpoint's files"
     return {fmt: entry}

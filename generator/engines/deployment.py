@@ -54,7 +54,8 @@ def weights_bytes(model: Model, fmt: WeightFormat) -> float:
     `all` formats (16/32-bit, GGUF at llama.cpp's average bits per weight) store every
     parameter alike; `linear` formats (FP8, INT8, AWQ, GPTQ, NF4) quantize the linear
     layers and keep embeddings, the output head and a vision tower at 16 bits; `experts`
-    formats (MXFP4) quantize only the routed experts. A checkpoint whose headers were read
+    formats (MXFP4) quantize only the routed experts. A release that keeps more at 16 bits says so (`repos`, `kept`:
+    NVIDIA's NVFP4 checkpoints leave the attention and the routers unquantized). A checkpoint whose headers were read
     (`model.weighed`), or whose bytes the catalog gives (`repos`, `bytes`), weighs what they say.
     """
     if model.weighed is not None and model.weighed.format == fmt.name:
@@ -70,8 +71,19 @@ def weights_bytes(model: Model, fmt: WeightFormat) -> float:
         quantized = expert_params(model.arch, fmt.pad_to)
         rest = params - expert_params(model.arch)
         return quantized * fmt.bits / 8 + rest * sixteen_bit
-    kept = embedding_params(model.arch) + model.vision_params_b * 1e9
+    parts = repo.kept if repo is not None else ()
+    kept = embedding_params(model.arch) + model.vision_params_b * 1e9 + sum(kept_params(model.arch, part) for part in parts)
     return (params - kept) * fmt.bits / 8 + kept * sixteen_bit
+
+
+def kept_params(arch: Architecture, part: str) -> int:
+    """Parameters of a part a release keeps at 16 bits (records.catalog.KEPT_PARTS): every attention layer's query,
+    key, value and output projections (grouped-query attention; the catalog refuses it for MLA), or each MoE layer's router."""
+    if part == "attention":
+        per_layer = 2 * arch.hidden * arch.heads * arch.head_dim + 2 * arch.hidden * arch.kv_heads * arch.head_dim
+        return arch.attention_layers * per_layer
+    experts = arch.experts
+    return (arch.layers - experts.dense_layers) * arch.hidden * experts.count if experts else 0
 
 
 def valid_tensor_parallel(arch: Architecture, gpus: int) -> bool:

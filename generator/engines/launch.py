@@ -35,6 +35,10 @@ from gpumem.records.catalog import Model
 from gpumem.records.engines import RUNTIME_LABELS, KvFormat, WeightFormat
 
 ALL_LAYERS = "all"  # llama.cpp's -ngl: every layer and the output layer go to the GPUs
+# The KV formats vLLM stores on request, by their --kv-cache-dtype values (CacheDType,
+# https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py#L44-L67); BF16 is the default, "auto".
+KV_CACHE_DTYPES = ("fp8", "nvfp4")
+
 # Formats vLLM can make from the BF16 checkpoint at load time, and the --quantization value that does it.
 ON_THE_FLY = {"fp8": "fp8"}
 
@@ -106,8 +110,8 @@ def _vllm_serve(model: Model, fmt: WeightFormat, kv: KvFormat, work: Workload, s
     argv += ["--gpu-memory-utilization", f"{settings.utilization:g}", "--max-num-seqs", str(settings.sequences or work.requests)]
     if settings.batch_tokens is not None:
         argv += ["--max-num-batched-tokens", str(settings.batch_tokens)]
-    if kv.name == "fp8":
-        argv += ["--kv-cache-dtype", "fp8"]
+    if kv.name in KV_CACHE_DTYPES:
+        argv += ["--kv-cache-dtype", kv.name]
     if quantization is not None:
         argv += ["--quantization", quantization]
     if settings.eager:

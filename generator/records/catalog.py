@@ -111,6 +111,12 @@ class Repo:
     source: str  # the page that shows it is this model in this format
     file: str = ""  # GGUF: the file to download from the repository
     bytes: int = 0  # the checkpoint's exact bytes (its index's metadata.total_size), 0 when not given
+    kept: tuple[str, ...] = ()  # parts the checkpoint keeps at 16 bits beyond its format's own (KEPT_PARTS)
+
+
+# The parts of a model a quantized release can keep at 16 bits (its quantization config's ignore list names them):
+# the attention layers' projections, and the MoE routers.
+KEPT_PARTS = ("attention", "router")
 
 
 @dataclass(frozen=True)
