@@ -48,6 +48,10 @@ def table(found: tuple[Row, ...]) -> str:
 
 
 def _shown(value: float, check: str) -> str:
+    if check == "concurrency":
+        return f"{value:,.2f}x"
+    if check == "state":
+        return f"{value / 2**20:,.2f} MiB"
     if check == "kv" and value < 10**7:
         return f"{value:,.0f} B/token"
     return f"{value / 2**20:,.2f} MiB" if check == "compute" else f"{value / 2**30:,.2f} GiB"
