@@ -249,3 +249,16 @@ def test_an_nvfp4_cache_is_launched_with_its_dtype():
         "  vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1 --max-model-len 8192 --gpu-memory-utilization 0.92"
         " --max-num-seqs 1 --kv-cache-dtype nvfp4"
     )
+
+
+def test_multi_token_prediction_layers_are_counted_apart_from_the_weights():
+    h = 7168
+    mla = h * 1536 + 1536 + 1536 * 128 * 192 + h * (512 + 64) + 512 + 512 * 128 * (128 + 128) + 128 * 128 * h
+    indexer = 1536 * 64 * 128 + h * 128 + 2 * 128 + h * 64
+    moe = (256 + 1) * 3 * h * 2048 + h * 256 + 256  # routed and shared experts, the router and its bias
+    # one decoder layer (two norms), eh_proj (2h to h), enorm, hnorm and the head's norm, its own embedding and head
+    layer = mla + indexer + 2 * h + moe + 2 * h * h + 3 * h + 2 * 129280 * h
+    found = counted("deepseek-v3.2")
+    assert found.mtp == layer == 13_477_385_728
+    assert round((found.params + found.mtp) / 1e9) == 685  # DeepSeek's 685B on Hugging Face: main model and MTP module
+    assert counted("kimi-k2-instruct").mtp == 0  # num_nextn_predict_layers: 0

@@ -71,6 +71,7 @@ FIELD_LIMITS = {
     "num_position_embeddings": "max_context",
     "attention_chunk_size": "max_context",
     "moe_latent_size": "max_hidden",
+    "num_nextn_predict_layers": "max_layers",
     "interleave_moe_layer_step": "max_layers",
     "intermediate_size_mlp": "max_intermediate",
     "num_channels": "max_hidden",

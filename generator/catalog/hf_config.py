@@ -57,6 +57,7 @@ class Counted:
     context: int
     release: str
     vision: int = 0  # parameters of a vision tower, counted apart from `params`
+    mtp: int = 0  # parameters of multi-token prediction layers the checkpoint holds, loaded only to speculate
 
 
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -103,7 +104,7 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
         raise Invalid(f"num_key_value_heads: {kv_heads:,} does not divide num_attention_heads ({heads:,})")
     tied = switch(config, "tie_word_embeddings", kind in FOUR_NORMS)
     embeddings = vocab * hidden * (1 if tied else 2)
-    state = None
+    state, mtp = None, 0
     if kind in hf_hybrid.QWEN_HYBRIDS or kind in hf_hybrid.NEMOTRON_HYBRIDS:
         if kind in hf_hybrid.QWEN_HYBRIDS:
             layered, attention, state, experts, head_dim = hf_hybrid.count_qwen(f, kind, hidden, layers, heads, kv_heads)
@@ -136,12 +137,24 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
         mlp, active_mlp, experts, intermediate = _mlp(f, kind, hidden, layers)
         params = embeddings + layers * (attention_params + norms) + mlp + hidden
         active = embeddings + layers * (attention_params + norms) + active_mlp + hidden if experts else None
+        if kind in MLA and experts is not None:
+            mtp = _deepseek_mtp(f, attention_params + norms, experts, mlp - experts.dense_layers * 3 * hidden * intermediate, vocab, hidden)
     arch = Architecture(layers, heads, kv_heads, head_dim, attention, hidden, vocab, tied, intermediate, experts, state)
     context = f.count("max_position_embeddings", 4096)
     tower = {"qwen3_5": hf_hybrid.qwen_vision, "qwen3_5_moe": hf_hybrid.qwen_vision, "llama4": hf_hybrid.llama4_vision}.get(kind, _vision)
     vision = tower(config.get("vision_config"), hidden, limits)
     _within_params(params + vision, limits)
-    return Counted(params, active, arch, context, _release(config), vision)
+    return Counted(params, active, arch, context, _release(config), vision, mtp)
+
+
+def _deepseek_mtp(f: Fields, attention: int, experts: Experts, moe_mlp: int, vocab: int, hidden: int) -> int:
+    """DeepSeek's multi-token prediction layers (num_nextn_predict_layers), stored in the checkpoint after the
+    model's own: each one MoE decoder layer, its input projection of the embedding and the hidden state (eh_proj,
+    2 x hidden to hidden) with their norms, a head norm, and its own copy of the embedding and output head. vLLM
+    loads them only to speculate (--speculative-config), so they are counted apart from the weights."""
+    count = f.optional("num_nextn_predict_layers")
+    moe_layer = moe_mlp // (f.count("num_hidden_layers") - experts.dense_layers)
+    return count * (attention + moe_layer + 2 * hidden * hidden + 3 * hidden + 2 * vocab * hidden)
 
 
 def _within_params(params: int, limits: Mapping[str, float]) -> None:
@@ -292,4 +305,5 @@ def model_from_config(config: dict[str, Any], limits: Mapping[str, float], model
         source=source,
         release=counted.release,
         vision_params_b=counted.vision / 1e9,
+        mtp_params_b=counted.mtp / 1e9,
     )

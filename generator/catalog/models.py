@@ -27,7 +27,7 @@ from gpumem.records.catalog import KEPT_PARTS, LICENSE_KINDS, STATE_KINDS, Archi
 MAX_PARAMS_B = 100_000
 MODEL_FIELDS = (
     "id name family size_label params_b active_params_b layers hidden heads kv_heads head_dim native_context attention "
-    "vocab tied_embeddings intermediate experts state vision_params_b release repos license source notes"
+    "vocab tied_embeddings intermediate experts state vision_params_b mtp_params_b release repos license source notes"
 ).split()
 EXPERT_FIELDS = ("count", "active", "intermediate", "shared", "dense_layers")
 ATTENTION_FIELDS = {
@@ -70,6 +70,7 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
             notes=entry.get("notes", prose, required=False, default=""),
             release=entry.get("release", release, required=False, default="bf16"),
             vision_params_b=entry.get("vision_params_b", at_most(positive_number, MAX_PARAMS_B), required=False, default=0.0),
+            mtp_params_b=entry.get("mtp_params_b", at_most(positive_number, MAX_PARAMS_B), required=False, default=0.0),
         )
         shape = dict(
             head_dim=entry.get("head_dim", at_most(positive_int, 4_096)),

@@ -479,6 +479,8 @@ def draft_entry(
         fields.append(("state", state))
     if model.vision_params_b:
         fields.append(("vision_params_b", round(model.vision_params_b, 6)))
+    if model.mtp_params_b:
+        fields.append(("mtp_params_b", round(model.mtp_params_b, 9)))
     fields.append(("release", model.release))
     kept = kept_parts(text_config(config))
     if checkpoint is not None:

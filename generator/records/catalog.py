@@ -144,6 +144,7 @@ class Model:
     notes: str = ""
     release: str = "bf16"  # the weight format of the official checkpoint
     vision_params_b: float = 0.0  # a vision tower, kept at 16 bits by quantized formats
+    mtp_params_b: float = 0.0  # multi-token prediction layers in the checkpoint, which vLLM loads only to speculate
     repos: dict[str, Repo] = field(default_factory=dict)  # by weight format: where each checkpoint is published
     weighed: Weighed | None = None  # the bytes of a checkpoint the reader has, in its format (gpumem estimate)
 
