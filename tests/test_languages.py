@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from gpumem.catalog.inputs import load_catalog
+from gpumem.records.catalog import STATE_NAMES
 
 from .project import CATALOGS
 
@@ -187,14 +188,14 @@ def reader_texts(page: Path) -> list[tuple[str, str]]:
     return reader.texts
 
 
-def catalog_names() -> list[str]:
-    """Names the catalogs hold: models, GPUs, vendors, licences, weight and cache formats."""
-    catalog = load_catalog(CATALOGS)
+def catalog_names(catalogs: Path = CATALOGS) -> list[str]:
+    """Names the catalogs hold: models, GPUs, vendors, licences, weight and cache formats, and the state layers'."""
+    catalog = load_catalog(catalogs)
     names = [model.name for model in catalog.models] + [getattr(model.license, "name", model.license) for model in catalog.models]
     names += [name for gpu in catalog.gpus for name in (gpu.name, gpu.full_name, gpu.vendor)]
     deployment = catalog.rules.deployment
     names += [f.label for f in deployment.weight_formats.values()] + [f.label for f in deployment.kv_formats.values()]
-    return names
+    return names + list(STATE_NAMES.values())
 
 
 def phrases(names: list[str] | tuple[str, ...], flags: int = 0) -> re.Pattern[str]:
@@ -226,9 +227,9 @@ def english_words(text: str, names: re.Pattern[str], loanwords: re.Pattern[str] 
     return found
 
 
-def leaks(site: Path) -> list[str]:
-    """Every English word on a page (or a part of one) that is not in English."""
-    names = phrases([*catalog_names(), *NAMES], re.IGNORECASE)
+def leaks(site: Path, catalogs: Path = CATALOGS) -> list[str]:
+    """Every English word on a page (or a part of one) that is not in English (names of `catalogs` let through)."""
+    names = phrases([*catalog_names(catalogs), *NAMES], re.IGNORECASE)
     loans = {lang: phrases(words, re.IGNORECASE) for lang, words in LOANWORDS.items()}
     units = {lang: phrases(UNITS.get(lang, ("GB",))) for lang in LOANWORDS}
     banned = {lang: ENGLISH | {word.lower() for word in ANGLICISMS.get(lang, ())} for lang in LOANWORDS}
