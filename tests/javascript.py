@@ -42,6 +42,14 @@ def load_training(page: Any) -> None:
     page.add_script_tag(url=page.locator("#calculator").get_attribute("data-training"))
 
 
+def load_config(page: Any) -> None:
+    """In Chromium, config.js and the counting data it reads, from the addresses the page names (data-config,
+    data-config-data), as the page loads them when a reader pastes or a link carries extra=."""
+    page.add_script_tag(url=page.locator("#calculator").get_attribute("data-config"))
+    page.evaluate("""() => fetch(document.getElementById("calculator").getAttribute("data-config-data") + ".json")
+        .then(response => response.json()).then(counting => window.gpumemConfig.know(counting))""")
+
+
 def calculator_data(site: Path) -> str:
     """The English calculator page's #calculator-data, the text the browser gives the scripts."""
     page = (site / "en/calculator/index.html").read_text()

@@ -22,9 +22,9 @@ from gpumem.figures import calculator as compute_calculator
 from gpumem.figures import calculator_data as compute_calculator_data
 from gpumem.figures import shared
 from gpumem.pages.formats import Formats
-from gpumem.records.catalog import Architecture, Attention, Experts, Model
+from gpumem.records.catalog import Architecture, Attention, Experts, Model, State
 
-from .javascript import Scripts, fetch_presets
+from .javascript import Scripts, fetch_presets, load_config
 from .project import CATALOGS, REPO, published
 
 CATALOG = load_catalog(CATALOGS)
@@ -56,23 +56,52 @@ def raw_state(model: str, mode: str, weights: str, kv: str, batch: int, context:
 
 
 def model_of(raw: dict) -> Model:
-    """The catalog model, or the custom one the fields describe (full attention)."""
+    """The catalog model, or the custom one the fields describe (full attention), with what a pasted config.json's
+    link says beyond them (raw["extra"], as the page writes it: attention, vision, experts and state)."""
     if raw["model"] != "custom":
         return CATALOG.model(raw["model"])
+    extra = json.loads(raw.get("extra", "null")) or {"attention": {"kind": "full"}, "vision": 0, "experts": None, "state": None}
+    a, moe, state = extra["attention"], extra["experts"] or {}, extra["state"]
     experts = int(raw["experts"])
     arch = Architecture(
         int(raw["layers"]),
         int(raw["heads"]),
         int(raw["kv_heads"]),
         int(raw["head_dim"]),
-        Attention(),
+        Attention(
+            a["kind"],
+            a.get("window", 0),
+            a.get("slidingLayers", 0),
+            a.get("rank", 0),
+            a.get("latent", 0) - a.get("rank", 0),
+            a.get("indexBytes", 0),
+        ),
         int(raw["hidden"]),
         int(raw["vocab"]),
         raw["tied"] == "1",
         int(raw["intermediate"]),
-        Experts(experts, int(raw["experts_active"]), int(raw["expert_width"])) if experts else None,
+        Experts(experts, int(raw["experts_active"]), int(raw["expert_width"]), moe.get("shared", 0), moe.get("denseLayers", 0))
+        if experts
+        else None,
+        State(state["kind"], state["layers"], state["conv"], state["recurrent"], state.get("recurrentBytes", 0)) if state else None,
     )
-    return compute_calculator.custom_model(float(raw["params"]), arch)
+    return compute_calculator.custom_model(float(raw["params"]), arch, extra["vision"])
+
+
+def pasted_state(name: str, weights: str, kv: str, gpus: int, batch: int, context: int) -> dict:
+    """A form state as a pasted config.json leaves it (tests/fixtures/hf_configs/<name>.json): its fields, and what they
+    cannot say in extra=, as calculator.js's paste() writes them."""
+    counted = count(json.loads((REPO / f"tests/fixtures/hf_configs/{name}.json").read_text()), LIMITS)
+    arch, a = counted.arch, counted.arch.attention
+    params = counted.params / 1e9 + counted.vision / 1e9
+    fields = compute_calculator.model_fields(compute_calculator.custom_model(params, arch))
+    raw = raw_state("custom", "serve", weights, kv, batch, context, tuple(fields[f] for f in compute_calculator.ARCH_FIELDS), gpus)
+    attention = {"kind": a.kind, "window": a.window, "slidingLayers": a.sliding_layers, "latent": a.kv_lora_rank + a.qk_rope_head_dim}
+    attention.update({"rank": a.kv_lora_rank} if a.kind == "mla" else {}, **({"indexBytes": a.index_bytes} if a.index_bytes else {}))
+    experts = arch.experts and {"shared": arch.experts.shared, "denseLayers": arch.experts.dense_layers}
+    state = compute_calculator_data.state_data(arch.state)
+    raw["extra"] = json.dumps({"attention": attention, "vision": counted.vision / 1e9, "experts": experts, "state": state})
+    return raw
 
 
 def python_serving(raw: dict) -> compute_calculator.Serving:
@@ -160,7 +189,23 @@ def generated_cases() -> list[dict]:
         cases.append(raw_state("gemma-3-27b", mode, "bf16", "fp8", 3, 1024, None, 2))
         cases.append(raw_state("gpt-oss-20b", mode, "mxfp4", "bf16", 5, 129, None, 4))
         cases.append(raw_state("deepseek-v3", mode, "fp8", "fp8", 2, 163840, None, 8))
+    # Pasted hybrids (Gated DeltaNet with a 16- and a 32-bit recurrent state, Mamba-2), chunked local attention and
+    # DeepSeek sparse attention, on both engines, one GPU and several, short and long contexts.
+    for name in PASTED:
+        for weights, kv in (("bf16", "bf16"), ("fp8", "fp8"), ("q4_k_m", "q8_0"), ("q8_0", "bf16")):
+            batch, context = rng.choice([1, 3, 64]), rng.choice([2, 100, 4095, 8193, 131072, 1_000_000])
+            for gpus in set(gpu_choices(model_of(pasted_state(name, weights, kv, 1, 1, 2)), weights)) & {1, 2, 8}:
+                cases.append(pasted_state(name, weights, kv, gpus, batch, context))
     return cases
+
+
+PASTED = (
+    "qwen3-next-80b-a3b-thinking",
+    "qwen3.5-27b",
+    "nemotron-3-nano-30b-a3b-bf16",
+    "llama-4-scout-17b-16e-instruct",
+    "deepseek-v3.2",
+)
 
 
 CASES = generated_cases()
@@ -200,13 +245,17 @@ def test_at_least_300_generated_cases_cover_every_mode_format_and_gpu_count():
     assert kinds == {"full", "sliding", "mla"}
     assert any(CATALOG.model(c["model"]).is_moe for c in serving if c["model"] != "custom")
     assert any(c["experts"] != "0" for c in serving if c["model"] == "custom")
+    archs = [model_of(c).arch for c in serving if "extra" in c]
+    assert {a.state.kind for a in archs if a.state} == {"gated-deltanet", "mamba2"}
+    assert {a.state.recurrent_bytes for a in archs if a.state} == {0, 4}
+    assert {a.attention.kind for a in archs} == {"full", "chunked", "mla"} and any(a.attention.index_bytes for a in archs)
 
 
 JS_SERVE = """cases => {
     const data = JSON.parse(document.getElementById("calculator-data").textContent);
     const c = window.gpumemCalculator;
     return cases.map(raw => {
-        const checked = c.validate(data, raw);
+        const checked = c.validate(data, raw, raw.extra ? window.gpumemConfig.extraOf(data, raw.extra) : null);
         if (checked.errors) return {errors: checked.errors};
         return {serve: c.serve(data, checked.state)};
     });
@@ -265,6 +314,7 @@ def test_python_and_javascript_give_the_same_numbers(scripts: Scripts):
 def test_python_and_chromium_give_the_same_numbers(calculator: Page):
     """The smoke test in the real page: every tenth case, in Chromium's V8, its presets fetched as the page fetches them."""
     fetch_presets(calculator, PRESETS)
+    load_config(calculator)  # the pasted cases' extra=
     assert_serving_agrees(calculator.evaluate, CASES[::10])
 
 
@@ -320,8 +370,10 @@ def test_pasted_configs_count_like_python(scripts: Scripts):
             "slidingLayers": att.sliding_layers,
             "latent": att.kv_lora_rank + att.qk_rope_head_dim,
             **({"rank": att.kv_lora_rank} if att.kind == "mla" else {}),  # the width MLA attends over (speed.js)
+            **({"indexBytes": att.index_bytes} if att.index_bytes else {}),
         }, path.name
         assert a["experts"] == compute_calculator_data.experts_data(arch.experts), path.name
+        assert a["state"] == compute_calculator_data.state_data(arch.state), path.name
 
 
 def test_pasting_a_config_fills_the_fields_and_gives_the_python_result(calculator: Page):
@@ -347,12 +399,14 @@ def test_pasting_a_config_fills_the_fields_and_gives_the_python_result(calculato
     expect(calculator).not_to_have_url(re.compile(r"extra="))
 
 
-def test_a_pasted_moe_config_survives_its_link(calculator: Page):
-    path = REPO / "tests/fixtures/hf_configs/deepseek-v3.json"
+@pytest.mark.parametrize("name", ["deepseek-v3", "qwen3-next-80b-a3b-thinking", "llama-4-scout-17b-16e-instruct"])
+def test_a_pasted_moe_hybrid_or_chunked_config_survives_its_link(calculator: Page, name: str):
+    """The experts, a hybrid's state and chunked attention (with Llama 4's vision tower) come back with the link's extra=."""
+    path = REPO / f"tests/fixtures/hf_configs/{name}.json"
     calculator.locator('[name="config"]').fill(path.read_text())
     loaded(calculator)  # config.js, which counts it, comes when a reader first pastes
     counted = count(json.loads(path.read_text()), LIMITS)
-    model = compute_calculator.custom_model(counted.params / 1e9, counted.arch)
+    model = compute_calculator.custom_model(counted.params / 1e9 + counted.vision / 1e9, counted.arch, counted.vision / 1e9)
     expected = compute_calculator.serving(CATALOG, SHOP, model, counted.release, "bf16", 1, 8192, 1)
     assert total(calculator) == pytest.approx(expected.total_bytes / 1e9, rel=1e-12)
     calculator.goto(calculator.locator("#calc-link").input_value())
@@ -508,7 +562,7 @@ def test_a_gpu_count_vllm_rejects_lists_the_valid_counts(calculator: Page):
 def test_a_llamacpp_cache_with_vllm_weights_is_a_clear_message(calculator: Page):
     calculator.select_option('[name="kv"]', "q8_0")
     expect(calculator.locator("#calc-kv-error")).to_have_text(
-        "GGUF Q8_0 is a llama.cpp cache format; BF16 weights run on vLLM (use FP32, BF16, FP8)."
+        "GGUF Q8_0 is a llama.cpp cache format; BF16 weights run on vLLM (use FP32, BF16, FP8, NVFP4)."
     )
     calculator.select_option('[name="weights"]', "q8_0")
     expect(calculator.locator("#calc-kv-error")).to_have_text("")
@@ -653,6 +707,44 @@ def test_light_and_local(calculator: Page, built_site):
     assert total(calculator) == pytest.approx(python_total(raw), rel=1e-12)
     origin = urlparse(calculator.url).netloc
     assert all(urlparse(url).netloc == origin for url in calculator.requests)  # type: ignore[attr-defined]
+
+
+def numbers(model: Model) -> tuple:
+    fields = compute_calculator.model_fields(model)
+    return tuple(fields[name] for name in compute_calculator.ARCH_FIELDS)
+
+
+@pytest.mark.shipped_data
+def test_the_hybrid_presets_give_the_python_cache(scripts: Scripts):
+    """The project catalog's presets of each new kind (the fixture has none), as their files hold them: the state and
+    the indexer key reach the script, whose cache per GPU is deployment.py's on vLLM and llama.cpp."""
+    production = load_catalog(REPO / "catalogs")
+    ids = ("qwen3-next-80b-a3b", "qwen3.5-27b", "nemotron-3-nano-30b-a3b", "llama-4-scout", "deepseek-v3.2")
+    models = [production.model(i) for i in ids]
+    cases = [(m, w, kv, gpus) for m in models for w, kv in (("bf16", "fp8"), ("q4_k_m", "q8_0")) for gpus in (1, 2)]
+    raws = [raw_state(m.id, "serve", w, kv, 3, 40_000, numbers(m), gpus) for m, w, kv, gpus in cases]
+    got = scripts.evaluate(
+        """([rows, raws]) => {
+            const data = JSON.parse(document.getElementById("calculator-data").textContent), c = window.gpumemCalculator;
+            rows.forEach(c.remember);
+            return raws.map(raw => { const s = c.validate(data, raw).state; return [s.arch.state, s.arch.attention, c.serve(data, s).kv]; });
+        }""",
+        [[compute_calculator_data.model_row(m) for m in models], raws],
+    )
+    for (model, weights, kv, gpus), (state, attention, cache) in zip(cases, got, strict=True):
+        need = deployment.deployment(DEPLOY, model, DEPLOY.weight_formats[weights], DEPLOY.kv_formats[kv], gpus, 40_000, 3, LARGE)
+        assert state == compute_calculator_data.state_data(model.arch.state), model.id
+        assert attention.get("indexBytes", 0) == model.arch.attention.index_bytes, model.id
+        assert cache == pytest.approx(need.kv_cache_bytes_per_gpu, rel=1e-12, abs=0), (model.id, weights, gpus)
+    assert {m.arch.attention.kind for m in models} == {"full", "chunked", "mla"} and {
+        m.arch.state.kind for m in models if m.arch.state
+    } == {
+        "gated-deltanet",
+        "mamba2",
+    }
+
+
+LARGE = deployment.Batch(DEPLOY.large_batch_tokens, DEPLOY.large_batch_sequences)
 
 
 def test_constants_come_from_the_build_json_only():

@@ -17,6 +17,7 @@ from safetensors.numpy import save_file
 
 from gpumem.catalog.checkpoint import Tensor, read_checkpoint
 from gpumem.catalog.validate import Invalid
+from gpumem.engines import deployment
 from gpumem.figures import calculator as compute_calculator
 
 from .conftest import edit
@@ -331,4 +332,22 @@ def test_models_add_drafts_the_checkpoint_s_repository_with_its_bytes(tiny):
     assert (other.returncode, other.stderr) == (
         1,
         f"--checkpoint: {tiny / 'absent'}: no such file or folder\n1 problem found; nothing was written.\n",
+    )
+
+
+def test_calculator_js_keeps_at_16_bits_what_a_release_keeps_as_python_does(scripts, built_site):
+    """A release that keeps the attention and the routers at 16 bits (repos, kept), on the fixture's Qwen3 30B-A3B
+    FP8 repository: the preset row as figures/calculator_data writes it then (0 bytes, then the parameters kept)."""
+    model = CATALOG.model("qwen3-30b-a3b")
+    kept = dataclasses.replace(model, repos={**model.repos, "fp8": dataclasses.replace(model.repos["fp8"], kept=("attention", "router"))})
+    row = json.loads((preset_folder(built_site) / "qwen3-30b-a3b.json").read_text())
+    given = json.loads(json.dumps(row))
+    given[-1]["repos"]["fp8"] += [0, deployment.kept_params(model.arch, ("attention", "router"))]
+    raw = raw_state("qwen3-30b-a3b", "serve", "fp8", "bf16", 1, 8192, None)
+    results = scripts.evaluate(JS_WEIGHED, {"raw": raw, "given": given, "row": row, "params": str(model.params_b + 1)})
+    expected = compute_calculator.serving(CATALOG, SHOP, kept, "fp8", "bf16", 1, 8192, 1).need
+    assert results[0]["weights"] == expected.weights_bytes
+    # 48 layers' attention (2 x 2,048 x 32 x 128 + 2 x 2,048 x 4 x 128) and routers (2,048 x 128), one byte more each
+    assert expected.weights_bytes - compute_calculator.serving(CATALOG, SHOP, model, "fp8", "bf16", 1, 8192, 1).need.weights_bytes == (
+        48 * (2 * 2048 * 32 * 128 + 2 * 2048 * 4 * 128 + 2048 * 128)
     )

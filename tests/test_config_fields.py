@@ -26,12 +26,24 @@ from .test_calculator import preset_numbers, raw_state
 
 CONFIGS = REPO / "tests/fixtures/hf_configs"
 LIMITS = load_catalog(CATALOGS).rules.calculator_limits
-ARCHITECTURES = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma2, gemma3, phi3, deepseek_v2, deepseek_v3, gpt_oss"
+ARCHITECTURES = (
+    "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma2, gemma3, phi3, deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, "
+    "glm_moe_dsa, gpt_oss, qwen3_next, qwen3_5, qwen3_5_moe, nemotron_h, llama4, minimax_m2"
+)
 
 
 def config(name: str, **changes: Any) -> dict[str, Any]:
     """A fixture config.json with some fields changed."""
     return {**json.loads((CONFIGS / f"{name}.json").read_text()), **changes}
+
+
+def nested(name: str, **changes: Any) -> dict[str, Any]:
+    """A fixture config.json that keeps its language model under text_config, with some of its fields changed."""
+    whole = config(name)
+    return {**whole, "text_config": {**whole["text_config"], **changes}}
+
+
+PATTERN = config("nemotron-3-nano-30b-a3b-bf16")["hybrid_override_pattern"]
 
 
 # Each defect of issue 21 and the exact refusal (the calculator adds a final full stop).
@@ -103,6 +115,50 @@ HOSTILE = {
     "a vision patch larger than its image": (
         config("gemma-3-27b", vision_config={**config("gemma-3-27b")["vision_config"], "patch_size": 1000}),
         "vision_config.patch_size: 1,000 is more than vision_config.image_size (896)",
+    ),
+    # The hybrids, chunked and sparse attention (catalog/hf_hybrid.py, hf_config._mla).
+    "a Gated DeltaNet hybrid with a sliding-window layer": (
+        config("qwen3-next-80b-a3b-thinking", layer_types=["linear_attention"] * 47 + ["sliding_attention"]),
+        'layer_types: expected a list of "linear_attention" and "full_attention", got a list of 48 items',
+    ),
+    "a Gated DeltaNet hybrid without a linear layer": (
+        nested("qwen3.5-35b-a3b", layer_types=["full_attention"] * 40),
+        "layer_types: no linear_attention layer; a model of full attention alone has another model_type",
+    ),
+    "value heads that key heads do not divide": (
+        config("qwen3-next-80b-a3b-thinking", linear_num_value_heads=33),
+        "linear_num_key_heads: 16 does not divide linear_num_value_heads (33)",
+    ),
+    "MLP-only layers that are not a list": (
+        nested("qwen3.5-35b-a3b", mlp_only_layers=5),
+        "mlp_only_layers: expected a list of layer indices",
+    ),
+    "a Nemotron-H layer gpumem does not know": (
+        config("nemotron-3-nano-30b-a3b-bf16", hybrid_override_pattern="X" + PATTERN[1:]),
+        "hybrid_override_pattern: expected a string of M, *, - and E, one per layer",
+    ),
+    "a Nemotron-H pattern of three layers for 52": (
+        config("nemotron-3-nano-30b-a3b-bf16", hybrid_override_pattern="M*E"),
+        "hybrid_override_pattern: 3 layers for num_hidden_layers (52): expected one per layer",
+    ),
+    "a Nemotron-H without attention": (
+        config("nemotron-3-nano-30b-a3b-bf16", hybrid_override_pattern=PATTERN.replace("*", "M")),
+        "hybrid_override_pattern: expected both Mamba-2 (M) and attention (*) layers",
+    ),
+    "a sparse-attention indexer without low-rank queries": (
+        config("deepseek-v3.2", q_lora_rank=None),
+        "q_lora_rank: expected a positive integer, got nothing (the indexer reads the low-rank queries)",
+    ),
+    "RoPE layers written as 2": (
+        nested("llama-4-scout-17b-16e-instruct", no_rope_layers=[2] * 48),
+        "no_rope_layers: expected a list of 0 and 1, one per layer (48)",
+    ),
+    "a Llama 4 vision patch larger than its image": (
+        config(
+            "llama-4-scout-17b-16e-instruct",
+            vision_config={**config("llama-4-scout-17b-16e-instruct")["vision_config"], "patch_size": 1000},
+        ),
+        "vision_config.patch_size: 1,000 is more than vision_config.image_size (336)",
     ),
 }
 
@@ -186,6 +242,10 @@ REFUSAL = """([configs, show]) => {
 }"""
 
 
+# The refusals config.js words for the hybrids' counting and a link's state, until templates/_config_messages.html
+# carries them (the page's own words win once it does): each is hf_hybrid.py's, or hf_config.py's, with a final full stop.
+
+
 def messages(scripts: Scripts, site: Path) -> None:
     """The English page's #calculator-messages, with those config.js brings, as the page's script reads them once it
     loaded config.js, in the QuickJS context."""
@@ -212,28 +272,41 @@ EXTRA = """([links, raw, show]) => {
     return links.map(link => {
         const checked = calc.validate(page, raw, window.gpumemConfig.extraOf(page, link));
         return checked.errors ? Object.keys(checked.errors).map(f => f + ": " + calc.errorText(MESSAGES, checked.errors[f], eval(show)))
-            : checked.state.arch.attention;
+            : [checked.state.arch.attention, checked.state.arch.state];
     });
 }"""
 SLIDING = {"kind": "sliding", "window": 4096, "slidingLayers": 16, "latent": 0}
 PREFIX = "extra: The link's extra= cannot be used: "
 
 
-def link(attention: dict | None = None, vision: Any = 0, experts: Any = None) -> str:
-    return json.dumps({"attention": attention or SLIDING, "vision": vision, "experts": experts})
+STATE = {"kind": "gated-deltanet", "layers": 8, "conv": 24576, "recurrent": 524288}
+
+
+def link(attention: dict | None = None, vision: Any = 0, experts: Any = None, **state: Any) -> str:
+    """A link's extra=, with a state when given (STATE with those changes)."""
+    return json.dumps(
+        {"attention": attention or SLIDING, "vision": vision, "experts": experts, **({"state": {**STATE, **state}} if state else {})}
+    )
 
 
 @pytest.mark.parametrize(
     "given, expected",
     [
-        (link(), SLIDING),
+        (link(), [SLIDING, None]),
+        (link(recurrentBytes=4), [SLIDING, {**STATE, "recurrentBytes": 4}]),
+        (link(kind="rwkv"), 'state.kind: expected one of "gated-deltanet", "mamba2", "kda", "lightning", got "rwkv".'),
+        (link(layers=32), "state.layers: 32 leaves no attention layer of the 32 layers."),
+        (link(layers=20), "attention.slidingLayers: 16 is more than the 12 layers."),
+        (link(recurrentBytes=3), "state.recurrentBytes: expected one of 0, 2, 4, got 3."),
+        (link(conv=1e308), "state.conv: expected at most 51,539,607,552, got a number of more than 15 digits."),
+        (link({**SLIDING, "kind": "chunked"}, recurrent=0), "state.recurrent: expected a positive integer, got 0."),
         (link({**SLIDING, "window": 1e308}), "attention.window: expected at most 20,000,000, got a number of more than 15 digits."),
         (link(vision=1e308), "vision: expected at most 5,000, got a number of more than 15 digits."),
         (link({**SLIDING, "latent": -1}), "attention.latent: expected a whole number of 0 or more, got -1."),
         (link({**SLIDING, "slidingLayers": 33}), "attention.slidingLayers: 33 is more than the 32 layers."),
         (link(experts={"shared": 1, "denseLayers": 40}), "experts.denseLayers: 40 leaves no MoE layer of the 32 layers."),
-        (link({**SLIDING, "kind": "linear"}), 'attention.kind: expected one of "full", "sliding", "mla", got "linear".'),
-        ("[1, 2]", "expected an object of attention, vision and experts, got a list of 2 items."),
+        (link({**SLIDING, "kind": "linear"}), 'attention.kind: expected one of "full", "sliding", "chunked", "mla", got "linear".'),
+        ("[1, 2]", "expected an object of attention, state, vision and experts, got a list of 2 items."),
         ('{"attention": ', "This is not valid JSON."),
     ],
 )
@@ -241,7 +314,7 @@ def test_a_link_whose_extra_cannot_be_honoured_is_named_not_replaced(scripts: Sc
     messages(scripts, built_site)
     raw = raw_state("custom", "serve", "bf16", "bf16", 1, 8192, custom=preset_numbers("llama-3.1-8b"))  # 32 layers
     got = scripts.evaluate(EXTRA, [[given], raw, ENGLISH_NUMBERS])[0]
-    assert got == (expected if isinstance(expected, dict) else [PREFIX + expected])
+    assert got == (expected if isinstance(expected, list) else [PREFIX + expected])
 
 
 def test_the_page_names_a_link_value_it_cannot_honour(page, site_url: str):

@@ -110,7 +110,7 @@ def test_the_text_output_names_the_parts_and_the_cheapest_configuration():
         (("--model", "llama-2-7b", "--context", "8192"), "--context: 8,192 tokens is beyond Llama 2 7B's native context of 4,096"),
         (
             ("--model", "llama-3.1-8b", "--weights", "int3"),
-            "--weights: unknown weight format 'int3' (expected one of fp32, bf16, fp16, fp8, int8, awq, gptq, nf4, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k, gguf_mxfp4)",
+            "--weights: unknown weight format 'int3' (expected one of fp32, bf16, fp16, fp8, int8, awq, gptq, nf4, mxfp4, nvfp4, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k, gguf_mxfp4)",
         ),
         (
             ("--model", "llama-3.1-8b", "--weights", "q4_k_m", "--kv", "fp8"),

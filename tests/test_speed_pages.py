@@ -263,7 +263,7 @@ def test_speed_pages_errors_name_the_line(inputs, monkeypatch):
     at = {text: line_of(rules, text) for text in ("busy_requests: 0", "kv_format: bf17", "guide_formats: [bf16, fp9]")}
     assert raised.value.lines == [
         f"catalogs/rules.yaml:{at['busy_requests: 0']}: rules: speed.pages.busy_requests: expected a positive integer, got 0",
-        f"catalogs/rules.yaml:{at['kv_format: bf17']}: rules: speed.pages.kv_format: unknown KV-cache format 'bf17' (expected bf16, fp32, fp8, q4_0 or q8_0)",
+        f"catalogs/rules.yaml:{at['kv_format: bf17']}: rules: speed.pages.kv_format: unknown KV-cache format 'bf17' (expected bf16, fp32, fp8, nvfp4, q4_0 or q8_0)",
         f"catalogs/rules.yaml:{at['guide_formats: [bf16, fp9]']}: rules: speed.pages.guide_formats: "
         "unknown weight format 'fp9' (not in deployment.weight_formats)",
     ]

@@ -37,18 +37,20 @@ NONE = "X" * 26
 AMPERE_FALLBACK = "FRRFRRRRFFFFRRRRRRRRRRRRRR"  # below 8.9: the 8.0 and 8.6 cards
 BELOW_HOPPER_FALLBACK = "FFRFFRFFFFFFRRRRRRRRRRRRRR"  # below 9.0: the 8.0, 8.6 and 8.9 cards
 AMPERE_REFUSED = "NRRNRRRRNNNNRRRRRRRRRRRRRR"
+BELOW_BLACKWELL_FALLBACK = "FFRFFRFFFFFFFFFFFRRRRFFNNN"  # below 10.0 through FP4 Marlin; no AMD card
+NVIDIA_ONLY = "R" * 23 + "N" * 3
 GGUF = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k", "gguf_mxfp4")
-SAFETENSORS = ("fp32", "bf16", "fp16", "fp8", "int8", "awq", "gptq", "nf4", "mxfp4")
+SAFETENSORS = ("fp32", "bf16", "fp16", "fp8", "int8", "awq", "gptq", "nf4", "mxfp4", "nvfp4")
 WEIGHTS = {
     "vllm": {
         "fp32": ALL, "bf16": ALL, "fp16": ALL, "fp8": AMPERE_FALLBACK, "int8": ALL, "awq": ALL, "gptq": ALL,
-        "nf4": "N" * 26, "mxfp4": BELOW_HOPPER_FALLBACK, **dict.fromkeys(GGUF, NONE),
+        "nf4": "N" * 26, "mxfp4": BELOW_HOPPER_FALLBACK, "nvfp4": BELOW_BLACKWELL_FALLBACK, **dict.fromkeys(GGUF, NONE),
     },
     "llama.cpp": {**dict.fromkeys(SAFETENSORS, NONE), **dict.fromkeys(GGUF, ALL)},
 }  # fmt: skip
 KV = {
-    "vllm": {"fp32": ALL, "bf16": ALL, "fp8": AMPERE_REFUSED, "q8_0": NONE, "q4_0": NONE},
-    "llama.cpp": {"fp32": ALL, "bf16": ALL, "fp8": NONE, "q8_0": ALL, "q4_0": ALL},
+    "vllm": {"fp32": ALL, "bf16": ALL, "fp8": AMPERE_REFUSED, "nvfp4": NVIDIA_ONLY, "q8_0": NONE, "q4_0": NONE},
+    "llama.cpp": {"fp32": ALL, "bf16": ALL, "fp8": NONE, "nvfp4": NONE, "q8_0": ALL, "q4_0": ALL},
 }
 
 

@@ -148,7 +148,7 @@ def test_a_broken_training_block_is_reported_by_file_and_line(inputs, monkeypatc
     assert raised.value.lines == [
         f"catalogs/rules.yaml:{at['pagd']}: rules: training.optimizers.adamw_8bit.pagd: unknown field (did you mean 'paged'?)",
         f"catalogs/rules.yaml:{at['qlora: nf5']}: rules: training.base.qlora: expected a weight format of deployment.weight_formats "
-        "(fp32, bf16, fp16, fp8, int8, awq, gptq, nf4, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k, gguf_mxfp4), got 'nf5'",
+        "(fp32, bf16, fp16, fp8, int8, awq, gptq, nf4, mxfp4, nvfp4, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k, gguf_mxfp4), got 'nf5'",
         f"catalogs/rules.yaml:{at['layer_bytes: -34']}: rules: training.activations.layer_bytes: expected a positive number, got -34",
         f"catalogs/rules.yaml:{at['lora_targets: everything']}: rules: training.defaults.lora_targets: "
         "unknown LoRA targets 'everything' (expected all, attn or attn_mlp)",

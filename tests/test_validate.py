@@ -323,7 +323,7 @@ def test_an_old_weight_name_maps_to_a_known_format(root):
     line = line_of(root / RULES, "int4: awq4")
     assert problems(root) == [
         f"catalogs/rules.yaml:{line}: rules: calculator.old_weights.int4: unknown weight format 'awq4' (expected awq, bf16, fp16, fp32, "
-        "fp8, gguf_mxfp4, gptq, int8, mxfp4, nf4, q2_k, q3_k_m, q4_0, q4_k_m, q5_k_m, q6_k or q8_0)"
+        "fp8, gguf_mxfp4, gptq, int8, mxfp4, nf4, nvfp4, q2_k, q3_k_m, q4_0, q4_k_m, q5_k_m, q6_k or q8_0)"
     ]
 
 
@@ -380,7 +380,7 @@ def test_a_repository_needs_a_known_format_and_a_gguf_file(root):
     found = problems(root)
     assert found[0] == (
         f"catalogs/models.yaml:{awq4}: qwen2.5-7b: repos.awq4: unknown weight format 'awq4' (expected awq, bf16, fp16, fp32, fp8, "
-        "gguf_mxfp4, gptq, int8, mxfp4, nf4, q2_k, q3_k_m, q4_0, q4_k_m, q5_k_m, q6_k or q8_0)"
+        "gguf_mxfp4, gptq, int8, mxfp4, nf4, nvfp4, q2_k, q3_k_m, q4_0, q4_k_m, q5_k_m, q6_k or q8_0)"
     )
     assert found[1:] == [
         f"catalogs/models.yaml:{q8}: qwen3-8b: repos.q8_0.file: expected a GGUF file name ending in .gguf, got 'Qwen3-8B-Q8_0.bin'"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gpumem.catalog.validate import Invalid
@@ -154,3 +155,21 @@ def layer_types(config: Mapping[str, Any], layers: int, kinds: tuple[str, ...] =
     if len(types) != layers:
         raise Invalid(f"layer_types: {len(types):,} entries for num_hidden_layers ({layers:,}): expected one per layer")
     return types
+
+
+@dataclass(frozen=True)
+class Fields:
+    """One config's counts, each read and bounded by config_fields (prefix: where a nested block sits)."""
+
+    config: Mapping[str, Any]
+    limits: Mapping[str, float]
+    prefix: str = ""
+
+    def count(self, name: str, default: int | None = None) -> int:
+        return count_of(self.config, name, self.limits, default, prefix=self.prefix)
+
+    def optional(self, name: str) -> int:
+        return optional_count(self.config, name, self.limits)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.config.get(name, default)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpumem.catalog import hf_hybrid
-from gpumem.catalog.config_fields import count_of, layer_types, optional_count, shown, switch
+from gpumem.catalog.config_fields import Fields, layer_types, shown, switch
 from gpumem.catalog.validate import Invalid
 from gpumem.records.catalog import Architecture, Attention, Experts, Model
 
@@ -67,24 +67,6 @@ def text_config(config: dict[str, Any]) -> dict[str, Any]:
         outer = {key: config.get(key) for key in ("model_type", "quantization_config", "vision_config")}
         return {**inner, **outer}
     return config
-
-
-@dataclass(frozen=True)
-class Fields:
-    """One config's counts, each read and bounded by config_fields (prefix: where a nested block sits)."""
-
-    config: Mapping[str, Any]
-    limits: Mapping[str, float]
-    prefix: str = ""
-
-    def count(self, name: str, default: int | None = None) -> int:
-        return count_of(self.config, name, self.limits, default, prefix=self.prefix)
-
-    def optional(self, name: str) -> int:
-        return optional_count(self.config, name, self.limits)
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.config.get(name, default)
 
 
 def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:

@@ -12,9 +12,9 @@ Checked against every parameter transformers 5.25.0 creates for the published co
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
-from gpumem.catalog.config_fields import layer_types
+from gpumem.catalog.config_fields import Fields, layer_types
 from gpumem.catalog.validate import Invalid
 from gpumem.records.catalog import Attention, Experts, State
 
@@ -23,16 +23,6 @@ NEMOTRON_HYBRIDS = ("nemotron_h",)
 # Qwen3.5's recurrent state dtype (mamba_ssm_dtype), which vLLM 0.33.0 takes for its state cache
 # (Qwen3_5ForConditionalGenerationConfig, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/config.py#L953-L977).
 STATE_DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}
-
-
-class Fields(Protocol):
-    config: Any
-
-    def count(self, name: str, default: int | None = None) -> int: ...
-
-    def optional(self, name: str) -> int: ...
-
-    def get(self, name: str, default: Any = None) -> Any: ...
 
 
 class Layers:
@@ -90,6 +80,7 @@ def count_qwen(f: Fields, kind: str, hidden: int, layers: int, heads: int, kv_he
     for item in kinds:
         counted.add((attention if item == "full_attention" else linear) + 2 * hidden)
     experts = None
+    # Qwen3.5's MoE configs give no intermediate_size: every layer is MoE there, and the width counts for none
     dense = (
         f.count("intermediate_size", 1) if kind == "qwen3_5_moe" and f.get("intermediate_size") is None else f.count("intermediate_size")
     )
@@ -108,8 +99,7 @@ def count_qwen(f: Fields, kind: str, hidden: int, layers: int, heads: int, kv_he
         moe = [index for index in range(layers) if index not in only and (index + 1) % step == 0]
         for _ in moe:
             counted.add(count * expert + fixed, active * expert + fixed)
-        if len(moe) < layers:  # dense layers: intermediate_size is needed only then (Qwen3.5's MoE configs leave it out)
-            counted.add((layers - len(moe)) * 3 * hidden * f.count("intermediate_size"))
+        counted.add((layers - len(moe)) * 3 * hidden * dense)
         experts = Experts(count, active, width, 1 if shared else 0, layers - len(moe))
     ssm = f.get("mamba_ssm_dtype")
     state = State("gated-deltanet", state_layers, conv, recurrent, STATE_DTYPES.get(ssm, 0) if isinstance(ssm, str) else 0)
@@ -166,9 +156,7 @@ def qwen_vision(vision: Any, text_hidden: int, limits: Any) -> int:
     (0 without one)."""
     if not isinstance(vision, dict):
         return 0
-    from gpumem.catalog.hf_config import Fields as ConfigFields  # the same reader, for the nested block
-
-    f = ConfigFields(vision, limits, "vision_config.")
+    f = Fields(vision, limits, "vision_config.")
     width, mlp, depth = f.count("hidden_size"), f.count("intermediate_size"), f.count("depth")
     patch, frames, channels = f.count("patch_size"), f.count("temporal_patch_size", 2), f.count("in_channels", 3)
     merged = width * f.count("spatial_merge_size", 2) ** 2
@@ -219,9 +207,7 @@ def llama4_vision(vision: Any, text_hidden: int, limits: Any) -> int:
     pixel-shuffle adapter and the projection into the text model's width (0 without one)."""
     if not isinstance(vision, dict):
         return 0
-    from gpumem.catalog.hf_config import Fields as ConfigFields
-
-    f = ConfigFields(vision, limits, "vision_config.")
+    f = Fields(vision, limits, "vision_config.")
     width, mlp, depth = f.count("hidden_size"), f.count("intermediate_size"), f.count("num_hidden_layers")
     patch, image, channels = f.count("patch_size"), f.count("image_size"), f.count("num_channels", 3)
     project_in, project_out = f.count("projector_input_dim"), f.count("projector_output_dim")

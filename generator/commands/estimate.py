@@ -486,7 +486,9 @@ def draft_entry(
     if checkpoint is not None:
         fields.append(("repos", checkpoint_repos(weighed_checkpoint(checkpoint), model, source, kept)))
     elif kept and (page := HF_PAGE.fullmatch(source or "")):  # the release's repository, with what it keeps at 16 bits
-        fields.append(("repos", {model.release: {"repo": page.group(1), "kept": list(kept), "source": f"https://huggingface.co/{page.group(1)}"}}))
+        fields.append(
+            ("repos", {model.release: {"repo": page.group(1), "kept": list(kept), "source": f"https://huggingface.co/{page.group(1)}"}})
+        )
     fields += [("license", DRAFT_LICENSE), ("source", model.source)]
     lines = ["  - " + _yaml_field(*fields[0])] + ["    " + _yaml_field(key, value) for key, value in fields[1:]]
     return "\n".join(lines) + "\n"

@@ -71,19 +71,20 @@ def weights_bytes(model: Model, fmt: WeightFormat) -> float:
         quantized = expert_params(model.arch, fmt.pad_to)
         rest = params - expert_params(model.arch)
         return quantized * fmt.bits / 8 + rest * sixteen_bit
-    parts = repo.kept if repo is not None else ()
-    kept = embedding_params(model.arch) + model.vision_params_b * 1e9 + sum(kept_params(model.arch, part) for part in parts)
+    kept = embedding_params(model.arch) + model.vision_params_b * 1e9 + kept_params(model.arch, repo.kept if repo else ())
     return (params - kept) * fmt.bits / 8 + kept * sixteen_bit
 
 
-def kept_params(arch: Architecture, part: str) -> int:
-    """Parameters of a part a release keeps at 16 bits (records.catalog.KEPT_PARTS): every attention layer's query,
-    key, value and output projections (grouped-query attention; the catalog refuses it for MLA), or each MoE layer's router."""
-    if part == "attention":
-        per_layer = 2 * arch.hidden * arch.heads * arch.head_dim + 2 * arch.hidden * arch.kv_heads * arch.head_dim
-        return arch.attention_layers * per_layer
-    experts = arch.experts
-    return (arch.layers - experts.dense_layers) * arch.hidden * experts.count if experts else 0
+def kept_params(arch: Architecture, parts: tuple[str, ...]) -> int:
+    """Parameters of the parts a release keeps at 16 bits (records.catalog.KEPT_PARTS): every attention layer's query,
+    key, value and output projections (grouped-query attention; the catalog refuses it for MLA), and each MoE layer's
+    router. The calculator's presets carry this count (figures/calculator_data.repo_row)."""
+    kept = 0
+    if "attention" in parts:
+        kept += arch.attention_layers * (2 * arch.hidden * arch.heads * arch.head_dim + 2 * arch.hidden * arch.kv_heads * arch.head_dim)
+    if "router" in parts and arch.experts:
+        kept += (arch.layers - arch.experts.dense_layers) * arch.hidden * arch.experts.count
+    return kept
 
 
 def valid_tensor_parallel(arch: Architecture, gpus: int) -> bool:

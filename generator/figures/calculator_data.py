@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from gpumem.catalog import config_fields, hf_config
-from gpumem.engines import architecture, deployment, launch, llamacpp
+from gpumem.catalog import config_fields, hf_config, hf_hybrid
+from gpumem.engines import architecture, deployment, launch, llamacpp, memory
 from gpumem.engines.sizing import Configuration
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, SECONDS_PER_HOUR
 from gpumem.figures.calculator import SORTS, SPEED_DIGITS, default_gpus
 from gpumem.figures.calculator_training import machines, training_data
 from gpumem.figures.shared import Shop
-from gpumem.records.catalog import Catalog, Experts, Gpu, Model
+from gpumem.records.catalog import STATE_KINDS, Architecture, Catalog, Experts, Gpu, Model, Repo, State
 from gpumem.records.engines import RUNTIME_LABELS, Reach, SpeedRules, SupportRules
 
 # The KV formats every runtime takes, whatever the weights (as gpumem estimate checks them).
@@ -32,10 +32,18 @@ COUNTING = {
     "gemma3Pattern": 6,  # Gemma 3's sliding_window_pattern default: one global layer in six
     "defaultContext": 4096,  # max_position_embeddings when a config omits it
     "mixtralActive": 2,  # Mixtral's num_experts_per_tok default
+    "fullAttentionInterval": 4,  # Qwen3-Next's full_attention_interval default: one full-attention layer in four
+    "convKernel": 4,  # linear_conv_kernel_dim's and Nemotron-H's conv_kernel default
+    "temporalPatch": 2,  # Qwen3.5's vision temporal_patch_size default
+    "spatialMerge": 2,  # Qwen3.5's vision spatial_merge_size default
+    "nopeInterval": hf_hybrid.NOPE_INTERVAL,
+    "indexQuantBlock": hf_config.INDEX_QUANT_BLOCK,
+    "indexScaleBytes": 4,  # the indexer key's scale per block (hf_config._mla)
 }
 # With its script, the calculator lists this many configurations (the cheapest) and a button shows the rest.
 SHOWN_CONFIGURATIONS = 5
 RELEASE_METHODS = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq", "bitsandbytes": "nf4"}
+MODELOPT_ALGOS = {"NVFP4": "nvfp4", "FP8": "fp8"}  # hf_config._release: NVIDIA ModelOpt's quant_algo
 # Decimals the calculator shows the estimate's rule with (16.71 x P^0.352).
 ESTIMATE_DIGITS = 3
 # A preset's numbers in the calculator's JSON, one row per model in this order (the keys are written once).
@@ -57,7 +65,11 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "gpuCounts": list(rules.gpu_counts),
             "comfortableRequests": rules.comfortable_requests,
             "shownConfigurations": SHOWN_CONFIGURATIONS,
-            "limits": {**rules.calculator_limits, "max_gpus": rules.max_gpus_per_machine},
+            "limits": {
+                **rules.calculator_limits,
+                "max_gpus": rules.max_gpus_per_machine,
+                "max_state": state_bound(rules.calculator_limits),
+            },
             "defaults": {
                 **rules.calculator_defaults,
                 "gpus": default_gpus(catalog),
@@ -109,11 +121,16 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
                 "bitsPerByte": 8,
                 "sixteenBitBytes": 2,
                 "hybridGroupRatio": HYBRID_GROUP_RATIO,
+                "stateBytes": memory.STATE_BYTES,
+                "statePaging": {
+                    kind: [dep.state_blocks, tokens] for kind, tokens in dep.state_alignment.items()
+                },  # deployment.state_paging
                 "kvAnyRuntime": list(KV_ANY_RUNTIME),
                 "runtimeNames": RUNTIME_LABELS,
             },
             "engines": {name: pin.version for name, pin in rules.engines.items()},
             "launchOnTheFly": dict(launch.ON_THE_FLY),
+            "launchKvCacheDtypes": list(launch.KV_CACHE_DTYPES),
             "launchAllLayers": launch.ALL_LAYERS,
             **({"support": support_data(rules.support)} if rules.support else {}),
             "training": training_data(catalog),
@@ -123,6 +140,13 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
     )
 
 
+def state_bound(limits: dict[str, float]) -> int:
+    """The most elements a config.json's counts give one state layer's convolution or recurrent state (hf_hybrid:
+    three projections of max_heads heads of max_head_dim over a kernel of max_head_dim, or heads x two head dims):
+    what a link's extra= may carry."""
+    return int(3 * limits["max_heads"] * limits["max_head_dim"] ** 2)
+
+
 def counting_file() -> PresetFiles:
     """What config.js alone reads (a pasted config.json's counting, a link's extra=), published apart as
     assets/config-data.<digest>.json with the messages only it shows (pages/site.py's config_data), which the
@@ -130,10 +154,15 @@ def counting_file() -> PresetFiles:
     counting = {
         **COUNTING,
         "architectures": list(hf_config.ARCHITECTURES),
+        "mla": list(hf_config.MLA),
+        "sparseMla": list(hf_config.SPARSE_MLA),
+        "stateDtypes": hf_hybrid.STATE_DTYPES,
+        "stateKinds": list(STATE_KINDS),
         "qkvBias": list(hf_config.QKV_BIAS),
         "qkNorm": list(hf_config.QK_NORM),
         "fourNormKinds": list(hf_config.FOUR_NORMS),
         "releaseMethods": RELEASE_METHODS,
+        "modeloptAlgos": MODELOPT_ALGOS,
         "fieldLimits": config_fields.FIELD_LIMITS,
         "layerTypes": list(config_fields.LAYER_TYPES),
         "shownDigits": config_fields.SHOWN_DIGITS,
@@ -179,15 +208,27 @@ def preset_files(catalog: Catalog) -> PresetFiles:
     return PresetFiles(index, {f"{m.id}.json": compact_json(model_row(m)).encode() for m in catalog.models})
 
 
+def repo_row(repo: Repo, arch: Architecture) -> list:
+    """A published checkpoint as the calculator reads it: repository, GGUF file, then its bytes and the parameters it
+    keeps at 16 bits (deployment.kept_params) when the catalog gives them (0 bytes before kept ones, when not given)."""
+    row: list = [repo.repo, repo.file]
+    if repo.bytes or repo.kept:
+        row.append(repo.bytes)
+    if repo.kept:
+        row.append(deployment.kept_params(arch, repo.kept))
+    return row
+
+
 def model_row(m: Model) -> list:
     """A preset as the script reads it: its MODEL_FIELDS in order, then what only some models have (an active
-    parameter count, tied embeddings, attention other than full, experts, a vision tower) as one object, if any."""
+    parameter count, tied embeddings, attention other than full, experts, a hybrid's state, a vision tower) as one
+    object, if any."""
     a = m.arch.attention
     row: list = [m.id, m.params_b, m.arch.layers, m.arch.heads, m.arch.kv_heads, m.arch.head_dim, m.arch.hidden, m.arch.vocab]
     row += [m.arch.intermediate, m.release]
     extra: dict = {"name": m.name}
     if m.repos:  # where each format is published, for the launch command (engines/launch.py), and its bytes if given
-        extra["repos"] = {name: [r.repo, r.file, *([r.bytes] if r.bytes else [])] for name, r in m.repos.items()}
+        extra["repos"] = {name: repo_row(r, m.arch) for name, r in m.repos.items()}
     if m.active_params_b is not None:
         extra["active"] = m.active_params_b
     # Left out when they say nothing: untied embeddings, full attention, no experts, no vision tower (the script's defaults).
@@ -200,9 +241,12 @@ def model_row(m: Model) -> list:
             "slidingLayers": a.sliding_layers,
             "latent": a.kv_lora_rank + a.qk_rope_head_dim,
             **({"rank": a.kv_lora_rank} if a.kind == "mla" else {}),  # the width MLA attends over (speed.js)
+            **({"indexBytes": a.index_bytes} if a.index_bytes else {}),
         }
     if m.arch.experts:
         extra["experts"] = experts_data(m.arch.experts)
+    if m.arch.state:
+        extra["state"] = state_data(m.arch.state)
     if m.vision_params_b:
         extra["vision"] = m.vision_params_b
     return row + [extra] if extra else row
@@ -273,6 +317,14 @@ def speed_data(rules: SpeedRules | None) -> dict | None:
         "secondsPerHour": SECONDS_PER_HOUR,
         "million": MILLION,
     }
+
+
+def state_data(state: State | None) -> dict | None:
+    """A hybrid's state layers as the scripts read them (the recurrent dtype left out when the model's own)."""
+    if state is None:
+        return None
+    found = {"kind": state.kind, "layers": state.layers, "conv": state.conv, "recurrent": state.recurrent}
+    return {**found, "recurrentBytes": state.recurrent_bytes} if state.recurrent_bytes else found
 
 
 def experts_data(experts: Experts | None) -> dict | None:

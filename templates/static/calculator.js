@@ -36,14 +36,22 @@
     return 2 * Math.max(1, arch.kvHeads / gpus) * arch.headDim;
   }
 
-  function layerSlots(data, arch, runtime) {
-    var a = arch.attention;
-    if (a.kind !== "sliding") return [arch.layers, 0];
-    var sliding = a.slidingLayers, full = arch.layers - sliding;
-    if (runtime !== "vllm" || !full) return [full, sliding];
-    var small = Math.min(full, sliding), large = Math.max(full, sliding);
-    var group = large < data.deployment.hybridGroupRatio * small ? large : small;
-    return [Math.ceil(full / group) * group, Math.ceil(sliding / group) * group];
+  // deployment.kv_bytes_per_token_layer: keys and values in the KV format, and DSA's indexer key, whole on every GPU.
+  function kvLayerBytes(arch, kv, gpus) {
+    return kvElements(arch, gpus) * kv.bytes + (arch.attention.indexBytes || 0);
+  }
+
+  function windowed(a) { return (a.kind === "sliding" || a.kind === "chunked") && a.slidingLayers > 0; }
+
+  // deployment.gpu_cache_share's slots of full-attention, windowed and state layers (layer_counts, layer_slots,
+  // group_size): vLLM groups the kinds present by the smallest count (the largest under 1.5 times it), pads each kind's
+  // last group and keeps every layer on every GPU; llama.cpp gives each GPU whole layers, the busiest its rounded-up share.
+  function cacheSlots(data, arch, runtime, gpus) {
+    var state = arch.state ? arch.state.layers : 0, local = windowed(arch.attention) ? arch.attention.slidingLayers : 0;
+    var counts = [arch.layers - state - local, local, state], present = counts.filter(Boolean);
+    var small = Math.min.apply(null, present), large = Math.max.apply(null, present);
+    var group = present.length < 2 || large < data.deployment.hybridGroupRatio * small ? large : small;
+    return counts.map(function (n) { return runtime === "llama.cpp" ? Math.ceil(n / gpus) : Math.ceil(n / group) * group; });
   }
 
   function embeddingParams(arch) {
@@ -60,17 +68,22 @@
   }
 
   // deployment.weights_bytes: the whole model's weights as a format stores them.
+  // The value a preset gives for this weight format: its checkpoint's bytes, or the parameters it keeps at 16 bits.
+  function ofFormat(data, table, fmt) {
+    var name = table && Object.keys(table).filter(function (key) { return data.weightFormats[key] === fmt; })[0];
+    return name ? table[name] : 0;
+  }
+
   function weightsBytes(data, s, fmt) {
-    var dep = data.deployment, params = s.params * 1e9;
-    var named = s.checkpoints ? Object.keys(s.checkpoints).filter(function (name) { return data.weightFormats[name] === fmt; }) : [];
-    if (named.length) return s.checkpoints[named[0]];  // a published checkpoint's bytes
+    var dep = data.deployment, params = s.params * 1e9, given = ofFormat(data, s.checkpoints, fmt);
+    if (given) return given;  // a published checkpoint's bytes
     if (fmt.scope === "all") return params * fmt.bits / dep.bitsPerByte;
     if (fmt.scope === "experts") {
       var quantized = expertParams(data, s.arch, fmt.padTo);
       var rest = params - expertParams(data, s.arch, 0);
       return quantized * fmt.bits / dep.bitsPerByte + rest * dep.sixteenBitBytes;
     }
-    var kept = embeddingParams(s.arch) + s.vision * 1e9;
+    var kept = embeddingParams(s.arch) + s.vision * 1e9 + ofFormat(data, s.kept, fmt);
     return (params - kept) * fmt.bits / dep.bitsPerByte + kept * dep.sixteenBitBytes;
   }
 
@@ -90,7 +103,7 @@
   function computeBytes(data, arch, context, requests, gpus) {
     var dep = data.deployment, a = arch.attention, copies = gpus > 1 ? dep.llamacppCopies : 1;
     var tokens = Math.min(context * requests, dep.llamacppBatch), cells = padCells(data, context);
-    if (a.kind === "sliding" && a.slidingLayers) cells += slidingCells(data, arch, context);
+    if (windowed(a)) cells += slidingCells(data, arch, context);
     var query = arch.heads * arch.headDim, output = query, projections;
     if (a.kind === "mla") {
       query = arch.heads * a.latent;
@@ -128,13 +141,6 @@
     return fmt.runtime !== "vllm" || batch.cudaGraphs === false ? 0 : data.deployment.cudaGraphBytes;
   }
 
-  // deployment.gpu_cache_share: vLLM splits the KV heads, llama.cpp whole layers (the busiest GPU's rounded-up share).
-  function cacheShare(data, arch, runtime, gpus) {
-    var slots = layerSlots(data, arch, runtime);
-    if (runtime !== "llama.cpp") return [kvElements(arch, gpus), slots];
-    return [kvElements(arch, 1), [Math.ceil(slots[0] / gpus), Math.ceil(slots[1] / gpus)]];
-  }
-
   // deployment.reserved_tokens: what a sliding-window layer reserves beside its window (vLLM's steps in flight,
   // llama.cpp's micro-batch).
   function reservedTokens(data, fmt, batch) {
@@ -142,23 +148,48 @@
     return fmt.runtime === "llama.cpp" ? dep.llamacppBatch : dep.inFlightBatches * batch.tokens;
   }
 
-  // deployment.kv_cache_bytes_per_gpu: `sequences` requests of `tokens` tokens; sliding-window layers hold their
-  // window, or vLLM's reservation (window - 1 + the tokens in flight, deployment.reserved_tokens) when batchTokens is given.
-  function kvCache(data, arch, kv, tokens, sequences, gpus, runtime, batchTokens) {
-    var share = cacheShare(data, arch, runtime, gpus), slots = share[1], window = arch.attention.window;
-    var held = runtime === "llama.cpp" && batchTokens ? slidingCells(data, arch, tokens)
-      : Math.min(tokens, batchTokens ? window - 1 + batchTokens : window);
-    var layerTokens = slots[0] * tokens + slots[1] * held;
-    return share[0] * kv.bytes * layerTokens * sequences;
+  // deployment.state_bytes_per_gpu and block_tokens: vLLM's attention block for a hybrid, the smallest multiple of the
+  // alignment (paging: [pages per request and state layer, alignment]) whose page holds one layer's state on one GPU,
+  // in the model's dtype (the recurrent part in its own when given); 1, no rounding, without a state.
+  function blockTokens(data, arch, kv, gpus, paging) {
+    var s = arch.state, dtype = data.deployment.stateBytes;
+    if (!s) return 1;
+    var bytes = s.layers * (s.conv * dtype + s.recurrent * (s.recurrentBytes || dtype)) / gpus / s.layers;
+    return paging[1] * Math.ceil(bytes / (paging[1] * kvLayerBytes(arch, kv, gpus)));
+  }
+
+  // deployment.state_cache_bytes_per_gpu: a hybrid's state layers for `sequences` requests, whatever their length: on
+  // vLLM paging[0] pages of one block each per layer slot, on llama.cpp one F32 state.
+  function stateCache(data, arch, kv, sequences, gpus, runtime, paging) {
+    var s = arch.state, slots = cacheSlots(data, arch, runtime, gpus)[2];
+    if (!s) return 0;
+    if (runtime === "llama.cpp") return slots * ((s.conv + s.recurrent) * data.deployment.f32Bytes) * sequences;
+    return slots * paging[0] * (blockTokens(data, arch, kv, gpus, paging) * kvLayerBytes(arch, kv, gpus)) * sequences;
+  }
+
+  // deployment.kv_cache_bytes_per_gpu: `sequences` requests of `tokens` tokens and their state. A windowed layer holds
+  // its window (sliding_tokens), or what the runtime reserves when batchTokens is given: vLLM the last window - 1 tokens
+  // (a chunked layer its whole chunk) and the tokens in flight, llama.cpp its cells. vLLM rounds a hybrid's attention
+  // tokens up to whole blocks; paging: deployment.Paging, the state itself unless given.
+  function kvCache(data, arch, kv, tokens, sequences, gpus, runtime, batchTokens, paging) {
+    var slots = cacheSlots(data, arch, runtime, gpus), a = arch.attention, held = 0, llama = runtime === "llama.cpp";
+    paging = paging || [1, 1];
+    if (slots[1]) {
+      held = llama && batchTokens ? slidingCells(data, arch, tokens)
+        : Math.min(tokens, batchTokens ? (a.kind === "chunked" ? a.window : a.window - 1) + batchTokens : a.window);
+    }
+    var block = llama ? 1 : blockTokens(data, arch, kv, gpus, paging);
+    var layerTokens = slots[0] * block * Math.ceil(tokens / block) + slots[1] * block * Math.ceil(held / block);
+    return kvLayerBytes(arch, kv, llama ? 1 : gpus) * layerTokens * sequences + stateCache(data, arch, kv, sequences, gpus, runtime, paging);
   }
 
   // Mirrors deployment.deployment: bytes, the whole model's weights and every per-GPU part.
   function deploymentNeed(data, s, fmt, kv, gpus, tokens, sequences, batch) {
-    var weights = weightsBytes(data, s, fmt), arch = s.arch;
-    var share = cacheShare(data, arch, fmt.runtime, gpus);
+    var weights = weightsBytes(data, s, fmt), arch = s.arch, slots = cacheSlots(data, arch, fmt.runtime, gpus);
     var need = { gpus: gpus, weights: weights, weightsPerGpu: weights / gpus,
-      kvPerToken: share[0] * kv.bytes * (share[1][0] + share[1][1]),
-      kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime, reservedTokens(data, fmt, batch)),
+      kvPerToken: kvLayerBytes(arch, kv, fmt.runtime === "llama.cpp" ? 1 : gpus) * (slots[0] + slots[1]),
+      kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime, reservedTokens(data, fmt, batch),
+        arch.state && data.deployment.statePaging[arch.state.kind]),
       runtime: runtimeBytes(data, arch, fmt, gpus, batch, tokens, sequences), graph: graphBytes(data, fmt, batch) };
     need.perGpu = need.weightsPerGpu + need.runtime + need.graph + need.kv;
     return need;
@@ -257,7 +288,7 @@
       else missing = holder;
       argv = ["vllm", "serve", repo, "--tensor-parallel-size", String(s.gpus), "--max-model-len", String(s.context),
         "--gpu-memory-utilization", String(data.deployment.utilization), "--max-num-seqs", String(s.batch)];
-      if (kv.name === "fp8") argv.push("--kv-cache-dtype", "fp8");
+      if (data.launchKvCacheDtypes.indexOf(kv.name) >= 0) argv.push("--kv-cache-dtype", kv.name);
       if (quantization) argv.push("--quantization", quantization);
     }
     return { engine: fmt.runtime, version: data.engines[fmt.runtime] || "", argv: argv, text: argv.map(shellQuote).join(" "),
@@ -344,9 +375,10 @@
         usable: usable.map(function (o) { return o.label; }) }];
     }
     var preset = raw.model !== "custom" ? presetOf(data, raw.model) : null;
-    var extra = preset ? { attention: preset.attention || FULL, vision: preset.vision || 0, experts: preset.experts || null }
-      : (pasted && pasted.extra) || { attention: FULL, vision: 0, experts: null };
-    var refused = !preset && pasted ? pasted.error || (values.layers && extraAgainst(extra, values.layers)) : null;
+    var extra = preset ? { attention: preset.attention || FULL, vision: preset.vision || 0, experts: preset.experts || null,
+      state: preset.state || null } : (pasted && pasted.extra) || { attention: FULL, vision: 0, experts: null, state: null };
+    // config.js: loaded whenever a paste or a link's extra= sets `pasted`
+    var refused = !preset && pasted ? pasted.error || (values.layers && window.gpumemConfig.against(extra, values.layers)) : null;
     if (refused) errors.extra = ["extra", { problem: { error: refused } }];
     var experts = null;
     if (values.experts) {
@@ -355,16 +387,17 @@
     }
     var arch = { layers: values.layers, heads: values.heads, kvHeads: values.kv_heads, headDim: values.head_dim,
       attention: extra.attention, hidden: values.hidden, vocab: values.vocab, tied: raw.tied === "1",
-      intermediate: values.intermediate, experts: experts };
+      intermediate: values.intermediate, experts: experts, state: extra.state };
     if (serving && fmt && fmt.runtime === "vllm" && values.gpus && values.heads && values.kv_heads && !errors.kv_heads &&
         !validTensorParallel(arch, values.gpus)) {
       var counts = data.gpuCounts.filter(function (n) { return validTensorParallel(arch, n); });
       errors.gpus = ["tensorParallel", { heads: values.heads, kv_heads: values.kv_heads, gpus: values.gpus, counts: counts }];
     }
+    var own = preset && values.params === preset.params;
     var state = { model: raw.model, mode: raw.mode, weights: raw.weights, kv: raw.kv, params: values.params,
       vision: extra.vision, batch: values.batch, context: values.context, gpus: values.gpus, arch: arch, training: tuning,
       active: preset && preset.active || null, prompt: values.prompt, output: values.output, sort: raw.sort,
-      estimated: filled.estimated, checkpoints: preset && values.params === preset.params ? checkpointBytes(preset) : null };
+      estimated: filled.estimated, checkpoints: own ? published(preset, 0) : null, kept: own ? published(preset, 1) : null };
     if (tuning && !Object.keys(errors).length) {
       var declined = window.gpumemTraining.check(data, state, tuning);  // training.check: a run no trainer would start
       if (declined) errors[declined[0]] = [declined[1], declined[2]];
@@ -428,11 +461,12 @@
     return { raw: out, estimated: estimated, waiting: [] };
   }
 
-  // The bytes models.yaml gives a preset's published checkpoints, by format (deployment.weights_bytes): they hold while
-  // the form keeps the preset's parameter count.
-  function checkpointBytes(preset) {
+  // What models.yaml gives of a preset's published checkpoints, by format (deployment.weights_bytes), from each repos
+  // row's repository and file, then its bytes (which = 0) and the parameters it keeps at 16 bits (1): they hold while the
+  // form keeps the preset's parameters.
+  function published(preset, which) {
     var found = {}, repos = preset.repos || {};
-    Object.keys(repos).forEach(function (name) { if (repos[name][2]) found[name] = repos[name][2]; });
+    Object.keys(repos).forEach(function (name) { var value = repos[name].slice(2)[which]; if (value) found[name] = value; });
     return found;
   }
 
@@ -553,17 +587,6 @@
     if (errors.prompt) note("lengths", "prompt", String(values.context - values.output), errors.prompt[1]);
   }
 
-  // What extra= says against the layers the fields give: an error, never a silent replacement.
-  function extraAgainst(extra, layers) {
-    if (extra.attention.slidingLayers > layers) {
-      return ["moreThanLayers", { field: "attention.slidingLayers", value: extra.attention.slidingLayers, layers: layers }];
-    }
-    if (extra.experts && extra.experts.denseLayers && extra.experts.denseLayers >= layers) {
-      return ["leavesNoMoe", { field: "experts.denseLayers", value: extra.experts.denseLayers, layers: layers }];
-    }
-    return null;
-  }
-
   // The precision a mode opens with (gpumem estimate's default for the method; the first method's while serving).
   function precisionOf(data, mode) {
     var by = data.training.defaults.precision;
@@ -613,15 +636,17 @@
     var data = JSON.parse(document.getElementById("calculator-data").textContent);
     var text = JSON.parse(document.getElementById("calculator-messages").textContent);
     var lang = document.documentElement.lang;
-    var number = new Intl.NumberFormat(lang, { useGrouping: "always", maximumFractionDigits: 1, roundingMode: "halfEven" });
-    var money = new Intl.NumberFormat(lang, { style: "currency", currency: data.currency, useGrouping: "always", roundingMode: "halfEven" });
-    var rate = new Intl.NumberFormat(lang, { useGrouping: "always", maximumFractionDigits: data.digits.seconds, roundingMode: "halfEven" });
-    var perMillion = new Intl.NumberFormat(lang, { style: "currency", currency: data.currency, useGrouping: "always",
-      roundingMode: "halfEven", minimumFractionDigits: data.digits.perMillion, maximumFractionDigits: data.digits.perMillion });
+    // The page's number formats: digits always grouped, rounded half to even as the build's figures are.
+    var format = function (options) {
+      return new Intl.NumberFormat(lang, Object.assign({ useGrouping: "always", roundingMode: "halfEven" }, options));
+    };
+    var number = format({ maximumFractionDigits: 1 }), rate = format({ maximumFractionDigits: data.digits.seconds });
+    var money = format({ style: "currency", currency: data.currency });
+    var perMillion = format({ style: "currency", currency: data.currency, minimumFractionDigits: data.digits.perMillion,
+      maximumFractionDigits: data.digits.perMillion });
     var form = root.querySelector("form");
     var gb = function (v) { return fill(text.gb, { value: number.format(v) }); };
-    var coefficient = new Intl.NumberFormat(lang, { useGrouping: "always", maximumFractionDigits: data.digits.rule,
-      roundingMode: "halfEven" });
+    var coefficient = format({ maximumFractionDigits: data.digits.rule });
 
     function field(name) { return form.elements[name]; }
 
@@ -1053,7 +1078,7 @@
             archOf = null;
             field("weights").value = counted.release;
             var experts = a.experts && { shared: a.experts.shared, denseLayers: a.experts.denseLayers };
-            pasted = { extra: { attention: a.attention, vision: counted.vision / 1e9, experts: experts } };
+            pasted = { extra: { attention: a.attention, vision: counted.vision / 1e9, experts: experts, state: a.state } };
           }
         }
       }

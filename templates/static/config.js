@@ -1,4 +1,4 @@
-// A pasted config.json counted as catalog/hf_config.py counts it, operation for operation, its fields read as
+// A pasted config.json counted as catalog/hf_config.py and hf_hybrid.py count it, operation for operation, its fields read as
 // config_fields.py reads them, and a link's extra= (what a pasted config.json says beyond the fields) checked.
 // calculator.js loads this script when a reader first pastes one or a link carries extra= (most never do, and the page
 // keeps its weight); it reads calculator.js's helpers.
@@ -14,6 +14,9 @@
   function counting(data) { return Object.assign({}, data.counting, known); }
 
   function truthy(value) { return Array.isArray(value) ? value.length > 0 : isDict(value) ? Object.keys(value).length > 0 : !!value; }
+
+  // Python's `item == number` for a list item: true and 1.0 equal 1, text never does.
+  function equals(item, number) { return (typeof item === "number" || typeof item === "boolean") && +item === number; }
 
   // config_fields.shown: JSON, long text cut, big numbers by size ({shown: key} is worded by the page's messages).
   function shown(k, value) {
@@ -83,27 +86,39 @@
     if (heads % kvHeads) throw ["kvDivide", { kv_heads: kvHeads, heads: heads }];
     var tied = get(config, "tie_word_embeddings", k.fourNormKinds.indexOf(kind) >= 0);
     if (typeof tied !== "boolean") throw ["configBoolean", { field: "tie_word_embeddings", value: shown(k, tied) }];
-    var attentionParams, attention, headDim;
-    if (kind.indexOf("deepseek") === 0) {
-      var mla = countMla(f, hidden, heads);
-      attentionParams = mla[0]; attention = mla[1]; headDim = mla[2];
+    var embeddings = vocab * hidden * (tied ? 1 : 2), params, active, attention, headDim, intermediate, experts, state = null;
+    var hybrid = { qwen3_next: countQwen, qwen3_5: countQwen, qwen3_5_moe: countQwen, nemotron_h: countNemotron, llama4: countLlama4 };
+    if (has(hybrid, kind)) {
+      var h = hybrid[kind](k, f, kind, hidden, layers, heads, kvHeads);
+      attention = h.attention; state = h.state || null; experts = h.experts; headDim = h.headDim;
+      params = embeddings + h.params + hidden;
+      active = experts ? embeddings + h.active + hidden : null;
+      intermediate = f.count("intermediate_size", experts ? experts.intermediate : undefined);
     } else {
-      headDim = f.count("head_dim", Math.floor(hidden / heads));
-      attentionParams = hidden * heads * headDim * 2 + hidden * kvHeads * headDim * 2;
-      if (k.qkvBias.indexOf(kind) >= 0) attentionParams += heads * headDim + 2 * kvHeads * headDim;
-      if (kind === "gpt_oss") attentionParams += heads * headDim + 2 * kvHeads * headDim + hidden + heads;
-      if (k.qkNorm.indexOf(kind) >= 0) attentionParams += 2 * headDim;
-      attention = countWindow(k, f, kind, layers);
+      var attentionParams;
+      if (k.mla.indexOf(kind) >= 0) {
+        var mla = countMla(k, f, kind, hidden, heads);
+        attentionParams = mla[0]; attention = mla[1]; headDim = mla[2];
+      } else {
+        headDim = f.count("head_dim", Math.floor(hidden / heads));
+        attentionParams = hidden * heads * headDim * 2 + hidden * kvHeads * headDim * 2;
+        if (k.qkvBias.indexOf(kind) >= 0) attentionParams += heads * headDim + 2 * kvHeads * headDim;
+        if (kind === "gpt_oss") attentionParams += heads * headDim + 2 * kvHeads * headDim + hidden + heads;
+        if (k.qkNorm.indexOf(kind) >= 0) attentionParams += 2 * headDim;
+        if (kind === "minimax_m2") attentionParams += (heads + kvHeads) * headDim;  // q and k norms over every head
+        attention = countWindow(k, f, kind, layers);
+      }
+      var norms = (k.fourNormKinds.indexOf(kind) >= 0 ? k.fourNorms : 2) * hidden;
+      var mlp = countMlp(k, f, kind, hidden, layers);
+      intermediate = mlp.pop(); experts = mlp[2];
+      params = embeddings + layers * (attentionParams + norms) + mlp[0] + hidden;
+      active = experts ? embeddings + layers * (attentionParams + norms) + mlp[1] + hidden : null;
     }
-    var norms = (k.fourNormKinds.indexOf(kind) >= 0 ? k.fourNorms : 2) * hidden;
-    var mlp = countMlp(k, f, kind, hidden, layers), mlpWidth = mlp.pop();
-    var embeddings = vocab * hidden * (tied ? 1 : 2);
-    var params = embeddings + layers * (attentionParams + norms) + mlp[0] + hidden;
-    var active = mlp[2] ? embeddings + layers * (attentionParams + norms) + mlp[1] + hidden : null;
     var arch = { layers: layers, heads: heads, kvHeads: kvHeads, headDim: headDim, attention: attention, hidden: hidden,
-      vocab: vocab, tied: tied, intermediate: mlpWidth, experts: mlp[2] };
+      vocab: vocab, tied: tied, intermediate: intermediate, experts: experts, state: state };
     var context = f.count("max_position_embeddings", k.defaultContext);
-    var vision = countVision(data, get(config, "vision_config", null), hidden);
+    var tower = { qwen3_5: qwenVision, qwen3_5_moe: qwenVision, llama4: llama4Vision };
+    var vision = (has(tower, kind) ? tower[kind] : countVision)(data, get(config, "vision_config", null), hidden);
     if (params + vision > data.limits.max_params_b * 1e9) {
       throw ["paramsMax", { params: (params + vision) / 1e9, limit: data.limits.max_params_b }];
     }
@@ -123,7 +138,8 @@
     return patches + depth * layer + 2 * width + projector;
   }
 
-  function countMla(f, hidden, heads) {
+  // hf_config._mla: low-rank queries and a compressed key-value latent; DSA's lightning indexer caches a key beside it.
+  function countMla(k, f, kind, hidden, heads) {
     var kvRank = f.count("kv_lora_rank");
     var rope = f.count("qk_rope_head_dim"), nope = f.count("qk_nope_head_dim"), value = f.count("v_head_dim");
     var queries;
@@ -134,15 +150,23 @@
       queries = hidden * qRank + qRank + qRank * heads * (nope + rope);
     }
     var params = queries + hidden * (kvRank + rope) + kvRank + kvRank * heads * (nope + value) + heads * value * hidden;
-    return [params, { kind: "mla", window: 0, slidingLayers: 0, latent: kvRank + rope, rank: kvRank }, nope + rope];
+    var attention = { kind: "mla", window: 0, slidingLayers: 0, latent: kvRank + rope, rank: kvRank };
+    if (k.sparseMla.indexOf(kind) >= 0) {
+      var indexHeads = f.count("index_n_heads"), indexDim = f.count("index_head_dim");
+      if (f.get("q_lora_rank") === null) throw ["indexerQueries", {}];
+      params += f.count("q_lora_rank") * indexHeads * indexDim + hidden * indexDim + 2 * indexDim + hidden * indexHeads;
+      attention.indexBytes = indexDim + Math.floor(indexDim / k.indexQuantBlock) * k.indexScaleBytes;
+    }
+    return [params, attention, nope + rope];
   }
 
-  // config_fields.layer_types: one attention type per layer, when the config lists them.
-  function layerTypes(k, f, layers) {
+  // config_fields.layer_types: one attention type per layer, when the config lists them (`kinds`: those a model
+  // type has, refused in the words of message `key`; the sliding-window models' unless given).
+  function layerTypes(k, f, layers, kinds, key) {
     var types = f.get("layer_types");
     if (types === null) return null;
-    if (!Array.isArray(types) || types.some(function (item) { return k.layerTypes.indexOf(item) < 0; })) {
-      throw ["layerTypes", { value: shown(k, types) }];
+    if (!Array.isArray(types) || types.some(function (item) { return (kinds || k.layerTypes).indexOf(item) < 0; })) {
+      throw [key || "layerTypes", { value: shown(k, types) }];
     }
     if (types.length !== layers) throw ["layerCount", { count: types.length, layers: layers }];
     return types;
@@ -174,33 +198,189 @@
   // [all layers' MLP parameters, those one token uses, the experts block, the dense width]
   function countMlp(k, f, kind, hidden, layers) {
     var m = k.gatedMatrices, dense;
-    if (kind === "mixtral" || kind === "qwen3_moe" || kind === "gpt_oss") {
+    if (["mixtral", "qwen3_moe", "gpt_oss", "minimax_m2"].indexOf(kind) >= 0) {
       var count = f.count(kind === "qwen3_moe" ? "num_experts" : "num_local_experts");
       var active = activeExperts(f, count, kind === "mixtral" ? k.mixtralActive : undefined);
       var width = f.count(kind === "qwen3_moe" ? "moe_intermediate_size" : "intermediate_size");
       var expert = m * hidden * width + (kind === "gpt_oss" ? 2 * width + hidden : 0);
-      var router = hidden * count + (kind === "gpt_oss" ? count : 0);
+      var router = hidden * count + (kind === "gpt_oss" || kind === "minimax_m2" ? count : 0);  // a bias (MiniMax: score correction)
       dense = f.count("intermediate_size", width);
       return [layers * (count * expert + router), layers * (active * expert + router),
         { count: count, active: active, intermediate: width, shared: 0, denseLayers: 0 }, dense];
     }
     dense = f.count("intermediate_size");
-    if (kind.indexOf("deepseek") !== 0) return [layers * m * hidden * dense, layers * m * hidden * dense, null, dense];
+    if (k.mla.indexOf(kind) < 0) return [layers * m * hidden * dense, layers * m * hidden * dense, null, dense];
     var routed = f.count("n_routed_experts"), used = activeExperts(f, routed, undefined);
     var moeWidth = f.count("moe_intermediate_size"), shared = f.optional("n_shared_experts");
     var firstDense = f.optional("first_k_dense_replace");
     if (firstDense >= layers) throw ["denseLayers", { dense: firstDense, layers: layers }];
     var moeLayers = layers - firstDense, one = m * hidden * moeWidth;
-    var gate = hidden * routed + (kind === "deepseek_v3" ? routed : 0);
+    var gate = hidden * routed + (kind !== "deepseek_v2" ? routed : 0);  // V3 and its successors add a score-correction bias
     var total = firstDense * m * hidden * dense + moeLayers * ((routed + shared) * one + gate);
     var token = firstDense * m * hidden * dense + moeLayers * ((used + shared) * one + gate);
     return [total, token, { count: routed, active: used, intermediate: moeWidth, shared: shared, denseLayers: firstDense }, dense];
   }
 
+  // hf_hybrid.py: hybrids of state layers (Gated DeltaNet, Mamba-2) and attention, and Llama 4's chunked local
+  // attention, each an object of its parameters (all, and those one token uses), attention, state, experts and head size.
+  function layered(headDim) {
+    var counted = { params: 0, active: 0, headDim: headDim, attention: FULL, state: null, experts: null };
+    counted.add = function (params, active) { counted.params += params; counted.active += active === undefined ? params : active; };
+    return counted;
+  }
+
+  // hf_hybrid.gated_deltanet: one layer's parameters, and its convolution and recurrent state per sequence.
+  function gatedDeltanet(k, f, hidden) {
+    var keyHeads = f.count("linear_num_key_heads"), valueHeads = f.count("linear_num_value_heads");
+    var keyDim = f.count("linear_key_head_dim"), valueDim = f.count("linear_value_head_dim");
+    var kernel = f.count("linear_conv_kernel_dim", k.convKernel);
+    if (valueHeads % keyHeads) throw ["linearDivide", { key_heads: keyHeads, value_heads: valueHeads }];
+    var keys = keyHeads * keyDim, values = valueHeads * valueDim, conv = 2 * keys + values;
+    var projections = hidden * (2 * keys + 2 * values) + hidden * 2 * valueHeads;
+    var params = projections + conv * kernel + 2 * valueHeads + valueDim + values * hidden;
+    return [params, (kernel - 1) * conv, valueHeads * valueDim * keyDim];
+  }
+
+  // hf_hybrid.qwen_layer_kinds: the config's layer_types, else one full-attention layer in every full_attention_interval.
+  function qwenLayerKinds(k, f, layers) {
+    var kinds = layerTypes(k, f, layers, ["linear_attention", "full_attention"], "linearLayerTypes");
+    if (kinds !== null) return kinds;
+    var interval = f.count("full_attention_interval", k.fullAttentionInterval);
+    kinds = [];
+    for (var index = 0; index < layers; index++) kinds.push((index + 1) % interval === 0 ? "full_attention" : "linear_attention");
+    return kinds;
+  }
+
+  function countQwen(k, f, kind, hidden, layers, heads, kvHeads) {
+    var m = k.gatedMatrices, counted = layered(f.count("head_dim", Math.floor(hidden / heads))), headDim = counted.headDim;
+    var gate = kind === "qwen3_next" || truthy(get(f.config, "attn_output_gate", true)) ? 2 : 1;
+    var attention = hidden * heads * headDim * gate + 2 * hidden * kvHeads * headDim + heads * headDim * hidden + 2 * headDim;
+    var linear = gatedDeltanet(k, f, hidden), kinds = qwenLayerKinds(k, f, layers);
+    var stateLayers = kinds.filter(function (item) { return item === "linear_attention"; }).length;
+    if (!stateLayers) throw ["noLinearLayer", {}];
+    kinds.forEach(function (item) { counted.add((item === "full_attention" ? attention : linear[0]) + 2 * hidden); });
+    var dense = kind === "qwen3_5_moe" && f.get("intermediate_size") === null ? f.count("intermediate_size", 1) : f.count("intermediate_size");
+    if (kind === "qwen3_5") {
+      counted.add(layers * m * hidden * dense);
+    } else {
+      var count = f.count("num_experts"), active = activeExperts(f, count, undefined);
+      var width = f.count("moe_intermediate_size"), shared = f.count("shared_expert_intermediate_size");
+      var expert = m * hidden * width, fixed = hidden * count + m * hidden * shared + hidden;  // router, shared expert and its gate
+      var only = f.get("mlp_only_layers");
+      only = truthy(only) ? only : [];
+      if (!Array.isArray(only)) throw ["mlpOnlyLayers", {}];
+      var step = f.count("decoder_sparse_step", 1), moe = 0;
+      for (var index = 0; index < layers; index++) {
+        if (!only.some(function (item) { return equals(item, index); }) && (index + 1) % step === 0) {
+          counted.add(count * expert + fixed, active * expert + fixed);
+          moe++;
+        }
+      }
+      counted.add((layers - moe) * m * hidden * dense);
+      counted.experts = { count: count, active: active, intermediate: width, shared: shared ? 1 : 0, denseLayers: layers - moe };
+    }
+    var ssm = f.get("mamba_ssm_dtype"), bytes = typeof ssm === "string" && has(k.stateDtypes, ssm) ? k.stateDtypes[ssm] : 0;
+    counted.state = { kind: "gated-deltanet", layers: stateLayers, conv: linear[1], recurrent: linear[2] };
+    if (bytes) counted.state.recurrentBytes = bytes;
+    return counted;
+  }
+
+  // hf_hybrid.nemotron_pattern and count_nemotron: one character a layer, M Mamba-2, * attention, - an MLP, E an MoE.
+  function countNemotron(k, f, kind, hidden, layers, heads, kvHeads) {
+    var counted = layered(f.count("head_dim", Math.floor(hidden / heads))), pattern = f.get("hybrid_override_pattern");
+    if (typeof pattern !== "string" || !/^[M*E-]*$/.test(pattern)) throw ["hybridPattern", {}];
+    if (pattern.length !== layers) throw ["hybridPatternCount", { count: pattern.length, layers: layers }];
+    if (pattern.indexOf("M") < 0 || pattern.indexOf("*") < 0) throw ["hybridPatternKinds", {}];
+    var mambaHeads = f.count("mamba_num_heads"), mambaDim = f.count("mamba_head_dim");
+    var groups = f.count("n_groups"), size = f.count("ssm_state_size"), kernel = f.count("conv_kernel", k.convKernel);
+    var inner = mambaHeads * mambaDim, conv = inner + 2 * groups * size;
+    var bias = truthy(get(f.config, "use_conv_bias", true)) ? conv : 0;
+    var mamba = hidden * (inner + conv + mambaHeads) + conv * kernel + bias + 3 * mambaHeads + inner + inner * hidden;
+    var mixers = { "M": mamba, "*": 2 * hidden * heads * counted.headDim + 2 * hidden * kvHeads * counted.headDim };
+    var count, active, expert, fixed, items = pattern.split("");
+    if (pattern.indexOf("E") >= 0) {
+      count = f.count("n_routed_experts");
+      active = activeExperts(f, count, undefined);
+      var width = f.count("moe_intermediate_size"), shared = f.count("moe_shared_expert_intermediate_size");
+      var latent = f.get("moe_latent_size") !== null ? f.count("moe_latent_size") : hidden;  // experts in a latent width
+      expert = 2 * latent * width;
+      fixed = hidden * count + 2 * hidden * shared + (latent !== hidden ? 2 * hidden * latent : 0);
+      var routed = items.filter(function (item) { return item === "E"; }).length;
+      counted.experts = { count: count, active: active, intermediate: width, shared: 1, denseLayers: layers - routed };
+    }
+    mixers["-"] = 2 * hidden * f.count("intermediate_size");  // read for every other layer, as the count reads it
+    items.forEach(function (item) {
+      if (item === "E") counted.add(count * expert + fixed + hidden, active * expert + fixed + hidden);
+      else counted.add(mixers[item] + hidden);
+    });
+    var mambaLayers = items.filter(function (item) { return item === "M"; }).length;
+    counted.state = { kind: "mamba2", layers: mambaLayers, conv: (kernel - 1) * conv, recurrent: mambaHeads * mambaDim * size };
+    return counted;
+  }
+
+  // hf_hybrid.count_llama4: chunked local attention in the RoPE layers (no_rope_layers, else every fourth global), an
+  // MoE with a shared expert every interleave_moe_layer_step-th layer, a dense MLP of intermediate_size_mlp in the others.
+  function countLlama4(k, f, kind, hidden, layers, heads, kvHeads) {
+    var m = k.gatedMatrices, counted = layered(f.count("head_dim", Math.floor(hidden / heads))), headDim = counted.headDim;
+    var rope = f.get("no_rope_layers");
+    if (!truthy(rope)) {
+      rope = [];
+      for (var index = 0; index < layers; index++) rope.push((index + 1) % k.nopeInterval !== 0 ? 1 : 0);
+    }
+    if (!Array.isArray(rope) || rope.length !== layers || rope.some(function (item) { return !equals(item, 0) && !equals(item, 1); })) {
+      throw ["noRopeLayers", { layers: layers }];
+    }
+    var chunk = f.count("attention_chunk_size");
+    var attention = 2 * hidden * heads * headDim + 2 * hidden * kvHeads * headDim + 2 * hidden;  // and the two norms
+    var count = f.count("num_local_experts"), active = activeExperts(f, count, 1);
+    var width = f.count("intermediate_size"), step = f.count("interleave_moe_layer_step", 1);
+    var dense = f.count("intermediate_size_mlp", width);
+    var expert = m * hidden * width, fixed = hidden * count + m * hidden * width;  // the router and the shared expert
+    for (var layer = 0; layer < layers; layer++) {
+      counted.add(attention);
+      if ((layer + 1) % step === 0) counted.add(count * expert + fixed, active * expert + fixed);
+      else counted.add(m * hidden * dense);
+    }
+    var local = rope.reduce(function (sum, item) { return sum + item; }, 0);
+    counted.experts = { count: count, active: active, intermediate: width, shared: 1, denseLayers: layers - Math.floor(layers / step) };
+    if (local) counted.attention = { kind: "chunked", window: chunk, slidingLayers: local, latent: 0 };
+    return counted;
+  }
+
+  // hf_hybrid.qwen_vision: a 3-D patch embedding, learned positions, pre-norm blocks, a merger of patches into the text width.
+  function qwenVision(data, vision, textHidden) {
+    if (!isDict(vision)) return 0;
+    var k = counting(data), f = fields(data, vision, "vision_config.");
+    var width = f.count("hidden_size"), mlp = f.count("intermediate_size"), depth = f.count("depth");
+    var patch = f.count("patch_size"), frames = f.count("temporal_patch_size", k.temporalPatch), channels = f.count("in_channels", k.channels);
+    var merge = f.count("spatial_merge_size", k.spatialMerge), merged = width * merge * merge;
+    var out = f.count("out_hidden_size", textHidden);
+    var embedding = channels * frames * patch * patch * width + width + f.count("num_position_embeddings") * width;
+    var block = 4 * width + (3 * width * width + 3 * width) + (width * width + width) + (width * mlp + mlp) + (mlp * width + width);
+    var merger = 2 * width + merged * merged + merged + merged * out + out;
+    return embedding + depth * block + merger;
+  }
+
+  // hf_hybrid.llama4_vision: an unfolded patch embedding, a class token and positions, encoder layers, a pixel-shuffle
+  // adapter and the projection into the text width.
+  function llama4Vision(data, vision, textHidden) {
+    if (!isDict(vision)) return 0;
+    var k = counting(data), f = fields(data, vision, "vision_config.");
+    var width = f.count("hidden_size"), mlp = f.count("intermediate_size"), depth = f.count("num_hidden_layers");
+    var patch = f.count("patch_size"), image = f.count("image_size"), channels = f.count("num_channels", k.channels);
+    var projectIn = f.count("projector_input_dim"), projectOut = f.count("projector_output_dim"), output = f.count("vision_output_dim");
+    if (patch > image) throw ["patchSize", { patch: patch, image: image }];
+    var side = Math.floor(image / patch);
+    var embedding = channels * patch * patch * width + width + (side * side + 1) * width + 4 * width;
+    var layer = 4 * (width * width + width) + (width * mlp + mlp) + (mlp * width + width) + 4 * width;
+    return embedding + depth * layer + mlp * projectIn + projectOut * projectOut + output * textHidden;
+  }
+
   function countRelease(k, config) {
     var quantization = get(config, "quantization_config", null);
     if (isDict(quantization)) {
-      var method = String(get(quantization, "quant_method", "")).toLowerCase();
+      var method = String(get(quantization, "quant_method", "")).toLowerCase(), algo = String(get(quantization, "quant_algo", null));
+      if (method === "modelopt") return has(k.modeloptAlgos, algo) ? k.modeloptAlgos[algo] : "bf16";  // ModelOpt names its algorithm apart
       return has(k.releaseMethods, method) ? k.releaseMethods[method] : "bf16";
     }
     return get(config, "torch_dtype", null) === "float16" ? "fp16" : "bf16";
@@ -209,7 +389,11 @@
   // Links keep what a pasted config.json says beyond the fields (extra=, as JSON): {extra}, or {error} naming the value
   // that cannot be honoured (bounded as a config.json's counts are); null without one.
   var EXTRA_LIMITS = { window: "max_context", slidingLayers: "max_layers", latent: "max_hidden", rank: "max_hidden",
-    shared: "max_experts", denseLayers: "max_layers" };
+    indexBytes: "max_hidden", shared: "max_experts", denseLayers: "max_layers", layers: "max_layers", conv: "max_state",
+    recurrent: "max_state" };
+  var RECURRENT_BYTES = [0, 2, 4];  // the model's dtype, or 16 or 32 bits (models.yaml's state.recurrent_bytes)
+
+  function quoted(list) { return list.map(function (item) { return JSON.stringify(item); }); }
 
   function extraOf(data, text) {
     if (text === null || text === undefined) return null;
@@ -225,19 +409,45 @@
 
   function checkedExtra(data, e) {
     var k = counting(data);
-    if (!isDict(e) || !isDict(e.attention) || !(e.experts === null || isDict(e.experts))) throw ["extraShape", { value: shown(k, e) }];
-    var a = e.attention, x = e.experts, kinds = ["full", "sliding", "mla"];
-    if (kinds.indexOf(a.kind) < 0) throw ["extraKind", { kinds: kinds.map(function (kind) { return JSON.stringify(kind); }), value: shown(k, a.kind) }];
+    var optional = function (value) { return value === null || isDict(value); }, s = isDict(e) ? get(e, "state", null) : null;
+    if (!isDict(e) || !isDict(e.attention) || !optional(e.experts) || !optional(s)) throw ["extraShape", { value: shown(k, e) }];
+    var a = e.attention, x = e.experts, kinds = ["full", "sliding", "chunked", "mla"];
+    if (kinds.indexOf(a.kind) < 0) throw ["extraKind", { kinds: quoted(kinds), value: shown(k, a.kind) }];
     var f = fields(data, a, "attention.", EXTRA_LIMITS), count = function (name) { return f.count(name, null, 0); };
     var attention = { kind: a.kind, window: count("window"), slidingLayers: count("slidingLayers"), latent: count("latent") };
     if (a.kind === "mla") attention.rank = count("rank");
+    var index = a.kind === "mla" ? f.count("indexBytes", 0, 0) : 0;  // DSA's indexer key, left out without one
+    if (index) attention.indexBytes = index;
     var vision = get(e, "vision", null), most = data.limits.max_params_b;
     if (typeof vision !== "number" || !(vision >= 0)) throw ["numberZeroOrMore", { field: "vision", value: shown(k, vision) }];
     if (vision > most) throw ["configMax", { field: "vision", limit: most, value: shown(k, vision) }];
     var moe = x && fields(data, x, "experts.", EXTRA_LIMITS);
     var experts = moe && { shared: moe.count("shared", null, 0), denseLayers: moe.count("denseLayers", null, 0) };
-    return { attention: attention, vision: vision, experts: experts };
+    return { attention: attention, vision: vision, experts: experts, state: s && checkedState(data, k, s) };
   }
 
-  window.gpumemConfig = { countConfig: countConfig, extraOf: extraOf, know: know };
+  // A link's state layers: a kind the engines know, their count, one layer's state elements and its recurrent bytes.
+  function checkedState(data, k, s) {
+    if (k.stateKinds.indexOf(s.kind) < 0) throw ["extraChoice", { field: "state.kind", kinds: quoted(k.stateKinds), value: shown(k, s.kind) }];
+    var f = fields(data, s, "state.", EXTRA_LIMITS), bytes = get(s, "recurrentBytes", 0);
+    var state = { kind: s.kind, layers: f.count("layers"), conv: f.count("conv"), recurrent: f.count("recurrent") };
+    if (RECURRENT_BYTES.indexOf(bytes) < 0) throw ["extraChoice", { field: "state.recurrentBytes", kinds: RECURRENT_BYTES, value: shown(k, bytes) }];
+    if (bytes) state.recurrentBytes = bytes;
+    return state;
+  }
+
+  // What extra= says against the layers the fields give: an error, never a silent replacement.
+  function against(extra, layers) {
+    var state = extra.state ? extra.state.layers : 0;
+    if (state >= layers) return ["leavesNoAttention", { field: "state.layers", value: state, layers: layers }];
+    if (extra.attention.slidingLayers > layers - state) {
+      return ["moreThanLayers", { field: "attention.slidingLayers", value: extra.attention.slidingLayers, layers: layers - state }];
+    }
+    if (extra.experts && extra.experts.denseLayers && extra.experts.denseLayers >= layers) {
+      return ["leavesNoMoe", { field: "experts.denseLayers", value: extra.experts.denseLayers, layers: layers }];
+    }
+    return null;
+  }
+
+  window.gpumemConfig = { countConfig: countConfig, extraOf: extraOf, know: know, against: against };
 })();
