@@ -262,3 +262,8 @@ def test_multi_token_prediction_layers_are_counted_apart_from_the_weights():
     assert found.mtp == layer == 13_477_385_728
     assert round((found.params + found.mtp) / 1e9) == 685  # DeepSeek's 685B on Hugging Face: main model and MTP module
     assert counted("kimi-k2-instruct").mtp == 0  # num_nextn_predict_layers: 0
+
+
+def test_unpaged_a_hybrid_s_cache_is_its_tokens_and_its_state_as_a_decode_step_reads_them():
+    # the speed engine's figure: no block rounding, one state of its own size per layer
+    assert engine.kv_cache_bytes_per_gpu(QWEN35, KV["bf16"], 4096, 2, 1) == 2 * (10 * 2048 * 4096 + 30 * 2_146_304)

@@ -195,7 +195,8 @@ def sliding_tokens(arch: Architecture, tokens: int, batch_tokens: int = 0, runti
 @dataclass(frozen=True)
 class Paging:
     """How vLLM pages a hybrid's state: pages each request holds per state layer, and the tokens the attention
-    block size is a multiple of. The default, one page of the state's own size, is the state as a layer reads it."""
+    block size is a multiple of. STATE_ITSELF, the default, pages nothing: one state of its own size, and the
+    attention layers' tokens unrounded, as a decode step reads them (the speed engine)."""
 
     blocks: int = 1
     alignment: int = 1
@@ -219,13 +220,13 @@ def state_bytes_per_gpu(arch: Architecture, gpus: int, runtime: str) -> float:
         return 0.0
     if runtime == "llama.cpp":
         return (state.conv + state.recurrent) * llamacpp.F32_BYTES
-    return memory.state_bytes(arch, gpus) / state.layers
+    return (state.conv * memory.STATE_BYTES + state.recurrent * (state.recurrent_bytes or memory.STATE_BYTES)) / gpus
 
 
 def block_tokens(arch: Architecture, kv: KvFormat, gpus: int, paging: Paging) -> int:
     """vLLM's attention block size for a hybrid: the smallest multiple of the alignment whose page, that many
-    tokens of one attention layer, holds one layer's state; 1 (no rounding) without a state."""
-    if arch.state is None:
+    tokens of one attention layer, holds one layer's state; 1 (no rounding) without a state or paging."""
+    if arch.state is None or paging == STATE_ITSELF:
         return 1
     per_token = kv_bytes_per_token_layer(arch, kv, gpus)
     return paging.alignment * math.ceil(state_bytes_per_gpu(arch, gpus, "vllm") / (paging.alignment * per_token))
@@ -233,12 +234,13 @@ def block_tokens(arch: Architecture, kv: KvFormat, gpus: int, paging: Paging) ->
 
 def state_cache_bytes_per_gpu(arch: Architecture, kv: KvFormat, sequences: int, gpus: int, runtime: str, paging: Paging) -> float:
     """What a hybrid's state layers hold on one GPU for `sequences` requests, whatever their length: vLLM
-    `paging.blocks` pages of one attention block each per state layer slot, llama.cpp one F32 state (0 without a state)."""
+    `paging.blocks` pages of one attention block each per state layer slot, llama.cpp one F32 state, and unpaged
+    (STATE_ITSELF) the state itself (0 without a state)."""
     if arch.state is None:
         return 0.0
     _, (_, _, state) = gpu_cache_share(arch, runtime, gpus)
-    if runtime == "llama.cpp":
-        return state * state_bytes_per_gpu(arch, 1, runtime) * sequences
+    if runtime == "llama.cpp" or paging == STATE_ITSELF:
+        return state * state_bytes_per_gpu(arch, 1 if runtime == "llama.cpp" else gpus, runtime) * sequences
     page = block_tokens(arch, kv, gpus, paging) * kv_bytes_per_token_layer(arch, kv, gpus)
     return state * paging.blocks * page * sequences
 

@@ -150,30 +150,33 @@
 
   // deployment.state_bytes_per_gpu and block_tokens: vLLM's attention block for a hybrid, the smallest multiple of the
   // alignment (paging: [pages per request and state layer, alignment]) whose page holds one layer's state on one GPU,
-  // in the model's dtype (the recurrent part in its own when given); 1, no rounding, without a state.
-  function blockTokens(data, arch, kv, gpus, paging) {
+  // in the model's dtype (the recurrent part in its own when given); 1, no rounding, without a state or paging.
+  function stateBytes(data, arch, gpus) {
     var s = arch.state, dtype = data.deployment.stateBytes;
-    if (!s) return 1;
-    var bytes = s.layers * (s.conv * dtype + s.recurrent * (s.recurrentBytes || dtype)) / gpus / s.layers;
-    return paging[1] * Math.ceil(bytes / (paging[1] * kvLayerBytes(arch, kv, gpus)));
+    return (s.conv * dtype + s.recurrent * (s.recurrentBytes || dtype)) / gpus;
+  }
+
+  function blockTokens(data, arch, kv, gpus, paging) {
+    if (!paging) return 1;  // the callers page a hybrid's state alone
+    return paging[1] * Math.ceil(stateBytes(data, arch, gpus) / (paging[1] * kvLayerBytes(arch, kv, gpus)));
   }
 
   // deployment.state_cache_bytes_per_gpu: a hybrid's state layers for `sequences` requests, whatever their length: on
-  // vLLM paging[0] pages of one block each per layer slot, on llama.cpp one F32 state.
+  // vLLM paging[0] pages of one block each per layer slot, on llama.cpp one F32 state; unpaged, the state itself.
   function stateCache(data, arch, kv, sequences, gpus, runtime, paging) {
     var s = arch.state, slots = cacheSlots(data, arch, runtime, gpus)[2];
     if (!s) return 0;
     if (runtime === "llama.cpp") return slots * ((s.conv + s.recurrent) * data.deployment.f32Bytes) * sequences;
+    if (!paging) return slots * stateBytes(data, arch, gpus) * sequences;
     return slots * paging[0] * (blockTokens(data, arch, kv, gpus, paging) * kvLayerBytes(arch, kv, gpus)) * sequences;
   }
 
   // deployment.kv_cache_bytes_per_gpu: `sequences` requests of `tokens` tokens and their state. A windowed layer holds
   // its window (sliding_tokens), or what the runtime reserves when batchTokens is given: vLLM the last window - 1 tokens
   // (a chunked layer its whole chunk) and the tokens in flight, llama.cpp its cells. vLLM rounds a hybrid's attention
-  // tokens up to whole blocks; paging: deployment.Paging, the state itself unless given.
+  // tokens up to whole blocks; paging: deployment.Paging, none (the state itself, unrounded) unless given.
   function kvCache(data, arch, kv, tokens, sequences, gpus, runtime, batchTokens, paging) {
     var slots = cacheSlots(data, arch, runtime, gpus), a = arch.attention, held = 0, llama = runtime === "llama.cpp";
-    paging = paging || [1, 1];
     if (slots[1]) {
       held = llama && batchTokens ? slidingCells(data, arch, tokens)
         : Math.min(tokens, batchTokens ? (a.kind === "chunked" ? a.window : a.window - 1) + batchTokens : a.window);
