@@ -7,6 +7,7 @@ appended to its models.yaml, built once for the module.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 from pathlib import Path
@@ -76,3 +77,23 @@ def test_chunked_local_attention_and_sparse_mla_have_their_own_words(site: Path)
 
 def test_every_language_has_its_own_words_for_them(site: Path):
     assert leaks(site, site.parent / "catalogs") == []
+
+
+def test_a_gpu_page_lists_the_30_largest_of_the_models_that_fit_in_catalog_order():
+    from gpumem.catalog.inputs import load_catalog
+    from gpumem.figures.subjects import GPU_TABLE_MODELS, GpuModelRow, GpuPage
+
+    from .project import CATALOGS
+
+    catalog = load_catalog(CATALOGS)
+    base = catalog.models[0]
+    models = [dataclasses.replace(base, id=f"m{n}", params_b=float((n * 7) % 40 + 1)) for n in range(40)]
+    fit = object()
+    rows = tuple(GpuModelRow(model, (fit,) if n != 3 else (None,)) for n, model in enumerate(models))  # m3 fits nowhere
+    page = GpuPage(catalog.gpus[0], None, rows)
+    shown = [row.model.id for row in page.shown]
+    largest = sorted((row for row in page.fitting), key=lambda row: -row.model.params_b)[:GPU_TABLE_MODELS]
+    assert GPU_TABLE_MODELS == 30 and len(page.fitting) == 39
+    assert shown == [row.model.id for row in page.fitting if row in largest]
+    # sizes 1 to 40 once each, m3 (22) fitting nowhere: the 30 largest that fit are 40 to 23 and 21 to 10
+    assert min(models[int(ident[1:])].params_b for ident in shown) == 10.0

@@ -371,7 +371,7 @@ class Rows:
 
     def gpu_fit_rows(self, fig: GpuPage) -> Markup:
         lines = []
-        for row in fig.fitting:
+        for row in fig.shown:
             cells = "".join(self.gpu_fit(fit) + "\n" for fit in row.fits)
             address = escape(self.link("model", self.lang, row.model.id))
             lines.append(f'<tr><th scope="row"><a href="{address}">{escape(row.model.name)}</a></th>\n{cells}</tr>')
