@@ -230,9 +230,9 @@ class GpuFit:
     via: str = ""  # the slower path the engine runs the weights through on this card
 
 
-# The rows a GPU page's table of fitting models shows at most: 30 rows of four formats keep the heaviest GPU page
+# The rows a GPU page's table of fitting models shows at most: 28 rows of four formats keep the heaviest GPU page
 # under the 40 KB budget of issue 20 with its CSS and JS (benchmarks.bench).
-GPU_TABLE_MODELS = 30
+GPU_TABLE_MODELS = 28
 
 
 @dataclass(frozen=True)
