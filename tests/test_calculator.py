@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from gpumem.catalog.hf_config import count
+from gpumem.catalog.hf_config import count, model_from_config
 from gpumem.catalog.inputs import load_catalog
 from gpumem.engines import deployment, memory
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT
@@ -714,13 +714,19 @@ def numbers(model: Model) -> tuple:
     return tuple(fields[name] for name in compute_calculator.ARCH_FIELDS)
 
 
-@pytest.mark.shipped_data
 def test_the_hybrid_presets_give_the_python_cache(scripts: Scripts):
-    """The project catalog's presets of each new kind (the fixture has none), as their files hold them: the state and
-    the indexer key reach the script, whose cache per GPU is deployment.py's on vLLM and llama.cpp."""
-    production = load_catalog(REPO / "catalogs")
-    ids = ("qwen3-next-80b-a3b", "qwen3.5-27b", "nemotron-3-nano-30b-a3b", "llama-4-scout", "deepseek-v3.2")
-    models = [production.model(i) for i in ids]
+    """Presets of each new kind, drafted from the fixture's published configs as models add drafts them (the fixture
+    catalog has none), as their files would hold them: the state and the indexer key reach the script, whose cache per
+    GPU is deployment.py's on vLLM and llama.cpp."""
+    names = (
+        "qwen3-next-80b-a3b-thinking",
+        "qwen3.5-27b",
+        "nemotron-3-nano-30b-a3b-bf16",
+        "llama-4-scout-17b-16e-instruct",
+        "deepseek-v3.2",
+    )
+    configs = {name: json.loads((REPO / "tests/fixtures/hf_configs" / f"{name}.json").read_text()) for name in names}
+    models = [model_from_config(config, LIMITS, name, name, "https://huggingface.co") for name, config in configs.items()]
     cases = [(m, w, kv, gpus) for m in models for w, kv in (("bf16", "fp8"), ("q4_k_m", "q8_0")) for gpus in (1, 2)]
     raws = [raw_state(m.id, "serve", w, kv, 3, 40_000, numbers(m), gpus) for m, w, kv, gpus in cases]
     got = scripts.evaluate(
