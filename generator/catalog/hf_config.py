@@ -87,16 +87,8 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
     tied = switch(config, "tie_word_embeddings", kind in FOUR_NORMS)
     embeddings = vocab * hidden * (1 if tied else 2)
     state, mtp = None, 0
-    if kind in hf_hybrid.QWEN_HYBRIDS or kind in hf_hybrid.NEMOTRON_HYBRIDS:
-        if kind in hf_hybrid.QWEN_HYBRIDS:
-            layered, attention, state, experts, head_dim = hf_hybrid.count_qwen(f, kind, hidden, layers, heads, kv_heads)
-        else:
-            layered, attention, state, experts, head_dim = hf_hybrid.count_nemotron(f, hidden, layers, heads, kv_heads)
-        params = embeddings + layered.params + hidden
-        active = embeddings + layered.active + hidden if experts else None
-        intermediate = f.count("intermediate_size", experts.intermediate if experts else None)
-    elif kind in hf_hybrid.LLAMA4:
-        layered, attention, experts, head_dim = hf_hybrid.count_llama4(f, hidden, layers, heads, kv_heads)
+    if kind in hf_hybrid.COUNTERS:
+        layered, attention, state, experts, head_dim = hf_hybrid.COUNTERS[kind](f, kind, hidden, layers, heads, kv_heads)
         params = embeddings + layered.params + hidden
         active = embeddings + layered.active + hidden if experts else None
         intermediate = f.count("intermediate_size", experts.intermediate if experts else None)
@@ -123,8 +115,7 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
             mtp = _deepseek_mtp(f, attention_params + norms, experts, mlp - experts.dense_layers * 3 * hidden * intermediate, vocab, hidden)
     arch = Architecture(layers, heads, kv_heads, head_dim, attention, hidden, vocab, tied, intermediate, experts, state)
     context = f.count("max_position_embeddings", 4096)
-    tower = {"qwen3_5": hf_hybrid.qwen_vision, "qwen3_5_moe": hf_hybrid.qwen_vision, "llama4": hf_hybrid.llama4_vision}.get(kind, _vision)
-    vision = tower(config.get("vision_config"), hidden, limits)
+    vision = hf_hybrid.TOWERS.get(kind, _vision)(config.get("vision_config"), hidden, limits)
     _within_params(params + vision, limits)
     return Counted(params, active, arch, context, _release(config), vision, mtp)
 

@@ -61,8 +61,8 @@ def gated_deltanet(f: Fields, hidden: int) -> tuple[int, int, int]:
     return params, (kernel - 1) * conv, value_heads * value_dim * key_dim
 
 
-# What each hybrid's counting returns: its layers' parameters, its attention, its state, its experts and head size.
-Counted = tuple[Layers, Attention, State, "Experts | None", int]
+# What each counting here returns: its layers' parameters, its attention, its state, its experts and head size.
+Counted = tuple[Layers, Attention, "State | None", "Experts | None", int]
 
 
 def count_qwen(f: Fields, kind: str, hidden: int, layers: int, heads: int, kv_heads: int) -> Counted:
@@ -118,7 +118,7 @@ def nemotron_pattern(f: Fields, layers: int) -> str:
     return pattern
 
 
-def count_nemotron(f: Fields, hidden: int, layers: int, heads: int, kv_heads: int) -> Counted:
+def count_nemotron(f: Fields, kind: str, hidden: int, layers: int, heads: int, kv_heads: int) -> Counted:
     """Nemotron-H: every layer one block (a norm and one mixer): Mamba-2, attention, a squared-ReLU MLP or an
     MoE of squared-ReLU experts with a shared expert; attention layers cache keys and values."""
     head_dim = f.count("head_dim", hidden // heads)
@@ -171,7 +171,7 @@ LLAMA4 = ("llama4",)
 NOPE_INTERVAL = 4  # Llama4TextConfig's no_rope_layer_interval: every fourth layer is global and uses no RoPE
 
 
-def count_llama4(f: Fields, hidden: int, layers: int, heads: int, kv_heads: int) -> tuple[Layers, Attention, Experts, int]:
+def count_llama4(f: Fields, kind: str, hidden: int, layers: int, heads: int, kv_heads: int) -> Counted:
     """Llama 4: chunked local attention (RoPE layers attend within their chunk of attention_chunk_size tokens)
     beside global layers without RoPE (no_rope_layers, 0 for a global layer, else every fourth); an MoE of
     routed experts with a shared expert in every interleave_moe_layer_step-th layer, a dense MLP of
@@ -197,8 +197,8 @@ def count_llama4(f: Fields, hidden: int, layers: int, heads: int, kv_heads: int)
         else:
             counted.add(3 * hidden * dense)
     local = sum(rope)
-    kind = Attention("chunked", window=chunk, sliding_layers=local) if local else Attention()
-    return counted, kind, Experts(count, active, width, 1, layers - len(moe)), head_dim
+    chunked = Attention("chunked", window=chunk, sliding_layers=local) if local else Attention()
+    return counted, chunked, None, Experts(count, active, width, 1, layers - len(moe)), head_dim
 
 
 def llama4_vision(vision: Any, text_hidden: int, limits: Any) -> int:
@@ -219,3 +219,12 @@ def llama4_vision(vision: Any, text_hidden: int, limits: Any) -> int:
     layer = 4 * (width * width + width) + (width * mlp + mlp) + (mlp * width + width) + 4 * width
     adapter = mlp * project_in + project_out * project_out
     return embedding + depth * layer + adapter + output * text_hidden
+
+
+# The model types counted here, and their vision towers (hf_config counts the others).
+COUNTERS = {
+    **dict.fromkeys(QWEN_HYBRIDS, count_qwen),
+    **dict.fromkeys(NEMOTRON_HYBRIDS, count_nemotron),
+    **dict.fromkeys(LLAMA4, count_llama4),
+}
+TOWERS = {"qwen3_5": qwen_vision, "qwen3_5_moe": qwen_vision, "llama4": llama4_vision}

@@ -147,8 +147,8 @@ def group_size(arch: Architecture) -> int:
     return large if len(present) < 2 or large < 1.5 * small else small
 
 
-def gpu_cache_share(arch: Architecture, runtime: str, gpus: int) -> tuple[float, tuple[int, int, int]]:
-    """What one GPU of `gpus` caches: the elements per token and layer, and the full, windowed and state layer slots.
+def gpu_cache_share(arch: Architecture, kv: KvFormat, runtime: str, gpus: int) -> tuple[float, tuple[int, int, int]]:
+    """What one GPU of `gpus` caches: the bytes per token and attention layer, and the full, windowed and state layer slots.
 
     vLLM's tensor parallelism splits the KV heads (and a state layer's heads) and keeps every layer on every GPU.
     llama.cpp's default split mode, LLAMA_SPLIT_MODE_LAYER ("split layers and KV across GPUs", llama.h; common/common.h sets
@@ -157,16 +157,15 @@ def gpu_cache_share(arch: Architecture, runtime: str, gpus: int) -> tuple[float,
     """
     slots = layer_slots(arch, runtime)
     if runtime != "llama.cpp":
-        return kv_elements_per_token_layer(arch, gpus), slots
+        return kv_bytes_per_token_layer(arch, kv, gpus), slots
     full, local, state = (math.ceil(n / gpus) for n in slots)
-    return kv_elements_per_token_layer(arch, 1), (full, local, state)
+    return kv_bytes_per_token_layer(arch, kv, 1), (full, local, state)
 
 
 def kv_bytes_per_token_per_gpu(arch: Architecture, kv: KvFormat, gpus: int, runtime: str = "vllm") -> float:
     """Cache bytes per token on one GPU while every attention layer grows (how vLLM counts its cache in tokens)."""
-    full, local, _ = gpu_cache_share(arch, runtime, gpus)[1]
-    split = 1 if runtime == "llama.cpp" else gpus
-    return kv_bytes_per_token_layer(arch, kv, split) * (full + local)
+    per_token, (full, local, _) = gpu_cache_share(arch, kv, runtime, gpus)
+    return per_token * (full + local)
 
 
 def sliding_tokens(arch: Architecture, tokens: int, batch_tokens: int = 0, runtime: str = "vllm") -> int:
@@ -220,7 +219,7 @@ def state_bytes_per_gpu(arch: Architecture, gpus: int, runtime: str) -> float:
         return 0.0
     if runtime == "llama.cpp":
         return (state.conv + state.recurrent) * llamacpp.F32_BYTES
-    return (state.conv * memory.STATE_BYTES + state.recurrent * (state.recurrent_bytes or memory.STATE_BYTES)) / gpus
+    return memory.state_layer_bytes(state) / gpus
 
 
 def block_tokens(arch: Architecture, kv: KvFormat, gpus: int, paging: Paging) -> int:
@@ -238,7 +237,7 @@ def state_cache_bytes_per_gpu(arch: Architecture, kv: KvFormat, sequences: int, 
     (STATE_ITSELF) the state itself (0 without a state)."""
     if arch.state is None:
         return 0.0
-    _, (_, _, state) = gpu_cache_share(arch, runtime, gpus)
+    _, (_, _, state) = gpu_cache_share(arch, kv, runtime, gpus)
     if runtime == "llama.cpp" or paging == STATE_ITSELF:
         return state * state_bytes_per_gpu(arch, 1 if runtime == "llama.cpp" else gpus, runtime) * sequences
     page = block_tokens(arch, kv, gpus, paging) * kv_bytes_per_token_layer(arch, kv, gpus)
@@ -260,9 +259,7 @@ def kv_cache_bytes_per_gpu(
     or vLLM's reservation when `batch_tokens` (max_num_batched_tokens) is given (see sliding_tokens). A hybrid's
     requests each hold their state (state_cache_bytes_per_gpu), and vLLM rounds its attention layers' tokens up
     to whole blocks of the hybrid's block size (block_tokens)."""
-    _, (full, local, _) = gpu_cache_share(arch, runtime, gpus)
-    split = 1 if runtime == "llama.cpp" else gpus
-    per_token = kv_bytes_per_token_layer(arch, kv, split)
+    per_token, (full, local, _) = gpu_cache_share(arch, kv, runtime, gpus)
     held = sliding_tokens(arch, tokens, batch_tokens, runtime) if local else 0
     if arch.state is not None and runtime != "llama.cpp":
         block = block_tokens(arch, kv, gpus, paging)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpumem.records.catalog import Architecture, Rules
+from gpumem.records.catalog import Architecture, Rules, State
 
 BYTES_PER_GB = 1e9
 
@@ -50,12 +50,15 @@ def cached_layer_tokens(arch: Architecture, tokens: int) -> int:
     return layers * tokens
 
 
-def state_bytes(arch: Architecture, gpus: int = 1, dtype_bytes: float = STATE_BYTES) -> float:
+def state_layer_bytes(state: State) -> int:
+    """One state layer's state for one sequence, as vLLM keeps it: the model's 16-bit dtype, the recurrent part in the
+    config's own dtype when it fixes one."""
+    return state.conv * STATE_BYTES + state.recurrent * (state.recurrent_bytes or STATE_BYTES)
+
+
+def state_bytes(arch: Architecture, gpus: int = 1) -> float:
     """One sequence's fixed state over a hybrid's state layers (0 without any), split over `gpus`."""
-    state = arch.state
-    if state is None:
-        return 0.0
-    return state.layers * (state.conv * dtype_bytes + state.recurrent * (state.recurrent_bytes or dtype_bytes)) / gpus
+    return arch.state.layers * state_layer_bytes(arch.state) / gpus if arch.state else 0.0
 
 
 def kv_cache_bytes(arch: Architecture, kv_bytes: float, tokens: int, sequences: int = 1) -> float:
