@@ -75,6 +75,9 @@ def model_of(raw: dict) -> Model:
             a.get("rank", 0),
             a.get("latent", 0) - a.get("rank", 0),
             a.get("indexBytes", 0),
+            a.get("qLora", 0),
+            a.get("vDim", 0),
+            bool(a.get("fused", 0)),
         ),
         int(raw["hidden"]),
         int(raw["vocab"]),
@@ -97,7 +100,11 @@ def pasted_state(name: str, weights: str, kv: str, gpus: int, batch: int, contex
     fields = compute_calculator.model_fields(compute_calculator.custom_model(params, arch))
     raw = raw_state("custom", "serve", weights, kv, batch, context, tuple(fields[f] for f in compute_calculator.ARCH_FIELDS), gpus)
     attention = {"kind": a.kind, "window": a.window, "slidingLayers": a.sliding_layers, "latent": a.kv_lora_rank + a.qk_rope_head_dim}
-    attention.update({"rank": a.kv_lora_rank} if a.kind == "mla" else {}, **({"indexBytes": a.index_bytes} if a.index_bytes else {}))
+    attention.update(
+        {"rank": a.kv_lora_rank, "vDim": a.v_head_dim} if a.kind == "mla" else {},
+        **({"indexBytes": a.index_bytes} if a.index_bytes else {}),
+    )
+    attention.update({"qLora": a.q_lora_rank} if a.q_lora_rank else {}, **({"fused": 1} if a.fused_qkv else {}))
     experts = arch.experts and {"shared": arch.experts.shared, "denseLayers": arch.experts.dense_layers}
     state = compute_calculator_data.state_data(arch.state)
     raw["extra"] = json.dumps({"attention": attention, "vision": counted.vision / 1e9, "experts": experts, "state": state})
@@ -369,8 +376,10 @@ def test_pasted_configs_count_like_python(scripts: Scripts):
             "window": att.window,
             "slidingLayers": att.sliding_layers,
             "latent": att.kv_lora_rank + att.qk_rope_head_dim,
-            **({"rank": att.kv_lora_rank} if att.kind == "mla" else {}),  # the width MLA attends over (speed.js)
+            **({"rank": att.kv_lora_rank, "vDim": att.v_head_dim} if att.kind == "mla" else {}),  # rank: the width MLA attends over
             **({"indexBytes": att.index_bytes} if att.index_bytes else {}),
+            **({"qLora": att.q_lora_rank} if att.q_lora_rank else {}),
+            **({"fused": 1} if att.fused_qkv else {}),
         }, path.name
         assert a["experts"] == compute_calculator_data.experts_data(arch.experts), path.name
         assert a["state"] == compute_calculator_data.state_data(arch.state), path.name
@@ -735,7 +744,7 @@ def test_the_hybrid_presets_give_the_python_cache(scripts: Scripts):
             rows.forEach(c.remember);
             return raws.map(raw => { const s = c.validate(data, raw).state; return [s.arch.state, s.arch.attention, c.serve(data, s).kv]; });
         }""",
-        [[compute_calculator_data.model_row(m) for m in models], raws],
+        [[compute_calculator_data.model_row(m, DEPLOY.weight_formats) for m in models], raws],
     )
     for (model, weights, kv, gpus), (state, attention, cache) in zip(cases, got, strict=True):
         need = deployment.deployment(DEPLOY, model, DEPLOY.weight_formats[weights], DEPLOY.kv_formats[kv], gpus, 40_000, 3, LARGE)
@@ -767,7 +776,9 @@ def test_the_page_carries_the_build_json(built_site):
     assert data == json.loads(json.dumps(compute_calculator_data.calculator_data(CATALOG, SHOP)))
     assert data["comfortableRequests"] == RULES.comfortable_requests
     assert "fullParts" not in data  # the old rule of thumb: the training engine has its own block
-    assert data["models"] == [compute_calculator_data.model_row(CATALOG.model(RULES.calculator_defaults["model"]))]  # the others: files
+    assert data["models"] == [
+        compute_calculator_data.model_row(CATALOG.model(RULES.calculator_defaults["model"]), DEPLOY.weight_formats)
+    ]  # the others: files
 
 
 @pytest.mark.parametrize("lang", list(URLS))

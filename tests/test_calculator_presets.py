@@ -71,7 +71,11 @@ def test_every_preset_is_a_file_and_the_list_names_each_model(built_site: Path):
     assert sorted(path.name for path in folder.iterdir()) == sorted(f"{m.id}.json" for m in CATALOG.models)
     for model in CATALOG.models:
         row = json.loads((folder / f"{model.id}.json").read_text())
-        assert row == json.loads(json.dumps(compute_calculator_data.shortest_numbers(compute_calculator_data.model_row(model))))
+        assert row == json.loads(
+            json.dumps(
+                compute_calculator_data.shortest_numbers(compute_calculator_data.model_row(model, CATALOG.rules.deployment.weight_formats))
+            )
+        )
     listed = json.loads((folder.parent / f"{folder.name}.json").read_text())
     assert listed == [[m.id, m.name] for m in CATALOG.models]
     presets = compute_calculator_data.preset_files(CATALOG)

@@ -78,7 +78,9 @@ def test_each_hybrid_s_state_layers_and_their_state():
 
 def test_chunked_and_sparse_attention_are_read_from_the_config():
     assert counted("llama-4-scout-17b-16e-instruct").arch.attention == Attention("chunked", window=8192, sliding_layers=36)
-    assert counted("deepseek-v3.2").arch.attention == Attention("mla", kv_lora_rank=512, qk_rope_head_dim=64, index_bytes=132)
+    assert counted("deepseek-v3.2").arch.attention == Attention(
+        "mla", kv_lora_rank=512, qk_rope_head_dim=64, index_bytes=132, q_lora_rank=1536, v_head_dim=128
+    )
     assert counted("kimi-k2-instruct").arch.attention.index_bytes == 0
     assert counted("glm-5").arch.attention.index_bytes == 132
 

@@ -7,12 +7,13 @@ import re
 from typing import Any
 
 from gpumem.catalog.validate import Entry, Invalid, at_most, citation, describe, fraction, one_of, positive_int, positive_number, slug, text
+from gpumem.engines import gguf
 from gpumem.engines.deployment import GIB
 from gpumem.records.catalog import STATE_KINDS
 from gpumem.records.engines import DeploymentRules, EnginePin, KvFormat, WeightFormat
 
 COMMIT = re.compile(r"[0-9a-f]{7,40}")  # a commit id, whole or abbreviated as a release records it
-SCOPES = ("all", "linear", "experts")
+SCOPES = ("all", "linear", "experts", "tensors")
 RUNTIMES = ("vllm", "llama.cpp")
 RUNTIME_FIELDS = (
     "utilization",
@@ -141,14 +142,18 @@ def named_table(section: Entry, name: str, read: Any, sources: dict[str, str], b
 
 
 def _weight_format(entry: Entry, name: str) -> WeightFormat | None:
-    entry.check_keys(("label", "bits", "scope", "runtime", "pad_to", "source"))
+    entry.check_keys(("label", "bits", "scope", "runtime", "pad_to", "file_type", "source"))
+    scope = entry.get("scope", one_of(SCOPES, "scope"))
     values = dict(
         label=entry.get("label", text),
         bits=entry.get("bits", at_most(positive_number, 64)),
-        scope=entry.get("scope", one_of(SCOPES, "scope")),
+        scope=scope,
         runtime=entry.get("runtime", one_of(RUNTIMES, "runtime")),
         pad_to=entry.get("pad_to", at_most(positive_int, 65_536), required=False, default=0),
+        file_type=entry.get("file_type", one_of(gguf.FILE_TYPES, "GGUF file type"), required=scope == "tensors", default=""),
     )
+    if values["file_type"] and scope != "tensors":
+        entry.report(entry.data.line_of("file_type"), "file_type", f"only a format of scope tensors has one (this one's is {scope})")
     return None if entry.failed else WeightFormat(name=name, **values)
 
 

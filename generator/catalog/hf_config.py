@@ -7,6 +7,7 @@ The count follows the tensors transformers creates for each architecture the cat
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from gpumem.catalog import hf_hybrid
 from gpumem.catalog.config_fields import Fields, layer_types, shown, switch
 from gpumem.catalog.validate import Invalid
+from gpumem.engines import gguf
 from gpumem.records.catalog import Architecture, Attention, Experts, Model
 
 ARCHITECTURES = (
@@ -107,6 +109,7 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
             if kind == "minimax_m2":  # its q and k norms span every head (qk_norm_type per_layer)
                 attention_params += (heads + kv_heads) * head_dim
             attention = _window(f, kind, layers)
+            attention = dataclasses.replace(attention, fused_qkv=kind in gguf.FUSED_QKV)
         norms = (4 if kind in FOUR_NORMS else 2) * hidden
         mlp, active_mlp, experts, intermediate = _mlp(f, kind, hidden, layers)
         params = embeddings + layers * (attention_params + norms) + mlp + hidden
@@ -163,6 +166,7 @@ def _mla(f: Fields, kind: str, hidden: int, heads: int) -> tuple[int, Attention,
     whose key per token is cached beside the latent."""
     kv_rank = f.count("kv_lora_rank")
     rope, nope, value = f.count("qk_rope_head_dim"), f.count("qk_nope_head_dim"), f.count("v_head_dim")
+    q_rank = 0
     if f.get("q_lora_rank") is None:  # DeepSeek-V2-Lite projects queries directly
         queries = hidden * heads * (nope + rope)
     else:
@@ -170,13 +174,14 @@ def _mla(f: Fields, kind: str, hidden: int, heads: int) -> tuple[int, Attention,
         queries = hidden * q_rank + q_rank + q_rank * heads * (nope + rope)
     params = queries + hidden * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + value) + heads * value * hidden
     if kind not in SPARSE_MLA:
-        return params, Attention("mla", kv_lora_rank=kv_rank, qk_rope_head_dim=rope), nope + rope
+        return params, Attention("mla", kv_lora_rank=kv_rank, qk_rope_head_dim=rope, q_lora_rank=q_rank, v_head_dim=value), nope + rope
     index_heads, index_dim = f.count("index_n_heads"), f.count("index_head_dim")
     if f.get("q_lora_rank") is None:
         raise Invalid("q_lora_rank: expected a positive integer, got nothing (the indexer reads the low-rank queries)")
     params += f.count("q_lora_rank") * index_heads * index_dim + hidden * index_dim + 2 * index_dim + hidden * index_heads
     index_bytes = index_dim + index_dim // INDEX_QUANT_BLOCK * 4
-    return params, Attention("mla", kv_lora_rank=kv_rank, qk_rope_head_dim=rope, index_bytes=index_bytes), nope + rope
+    attention = Attention("mla", kv_lora_rank=kv_rank, qk_rope_head_dim=rope, index_bytes=index_bytes, q_lora_rank=q_rank, v_head_dim=value)
+    return params, attention, nope + rope
 
 
 def _window(f: Fields, kind: str, layers: int) -> Attention:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -21,6 +22,7 @@ from gpumem.catalog.validate import (
     unique,
     url,
 )
+from gpumem.engines import gguf
 from gpumem.errors import Problems
 from gpumem.records.catalog import KEPT_PARTS, LICENSE_KINDS, STATE_KINDS, Architecture, Attention, Experts, License, Model, Repo, State
 
@@ -34,9 +36,10 @@ ATTENTION_FIELDS = {
     "full": ("kind",),
     "sliding": ("kind", "window", "sliding_layers"),
     "chunked": ("kind", "window", "sliding_layers"),
-    "mla": ("kind", "kv_lora_rank", "qk_rope_head_dim", "index_bytes"),
+    "mla": ("kind", "kv_lora_rank", "qk_rope_head_dim", "q_lora_rank", "v_head_dim", "index_bytes"),
 }
-OPTIONAL_ATTENTION = ("index_bytes",)  # DSA's indexer: an MLA model without one caches the latent alone
+# DSA's indexer: an MLA model without one caches the latent alone; DeepSeek-V2-Lite projects its queries directly.
+OPTIONAL_ATTENTION = ("index_bytes", "q_lora_rank")
 STATE_FIELDS = ("kind", "layers", "conv", "recurrent", "recurrent_bytes")
 
 
@@ -60,6 +63,8 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
         if heads and kv_heads and heads % kv_heads:
             entry.report(item.line_of("kv_heads"), "kv_heads", f"{kv_heads} does not divide heads ({heads})")
         attention = read_attention(entry, layers)
+        if item.get("family") in gguf.FUSED_QKV:
+            attention = dataclasses.replace(attention, fused_qkv=True)
         fields = dict(
             name=entry.get("name", text),
             family=entry.get("family", text),

@@ -447,6 +447,8 @@ def draft_entry(
         attention.update(window=arch.attention.window, sliding_layers=arch.attention.sliding_layers)
     if arch.attention.kind == "mla":
         attention.update(kv_lora_rank=arch.attention.kv_lora_rank, qk_rope_head_dim=arch.attention.qk_rope_head_dim)
+        attention.update({"q_lora_rank": arch.attention.q_lora_rank} if arch.attention.q_lora_rank else {})
+        attention.update(v_head_dim=arch.attention.v_head_dim)
         attention.update({"index_bytes": arch.attention.index_bytes} if arch.attention.index_bytes else {})
     fields: list[tuple[str, Any]] = [
         ("id", model.id),

@@ -24,7 +24,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from gpumem.engines import llamacpp, memory
+from gpumem.engines import gguf, llamacpp, memory
 from gpumem.records.catalog import Architecture, Model
 from gpumem.records.engines import DeploymentRules, KvFormat, WeightFormat
 
@@ -51,8 +51,9 @@ def expert_params(arch: Architecture, pad_to: int = 0) -> int:
 def weights_bytes(model: Model, fmt: WeightFormat) -> float:
     """The whole model's weights as the format stores them.
 
-    `all` formats (16/32-bit, GGUF at llama.cpp's average bits per weight) store every
-    parameter alike; `linear` formats (FP8, INT8, AWQ, GPTQ, NF4) quantize the linear
+    `all` formats (16/32-bit) store every parameter alike; `tensors` formats (GGUF) type each tensor as
+    llama.cpp's quantizer does (engines/gguf.py), a vision tower (its mmproj file) at 16 bits; `linear`
+    formats (FP8, INT8, AWQ, GPTQ, NF4) quantize the linear
     layers and keep embeddings, the output head and a vision tower at 16 bits; `experts`
     formats (MXFP4) quantize only the routed experts. A release that keeps more at 16 bits says so (`repos`, `kept`:
     NVIDIA's NVFP4 checkpoints leave the attention and the routers unquantized). A checkpoint whose headers were read
@@ -65,6 +66,9 @@ def weights_bytes(model: Model, fmt: WeightFormat) -> float:
         return float(repo.bytes)
     params = model.params_b * 1e9
     sixteen_bit = 2.0
+    if fmt.scope == "tensors":
+        vision = round(model.vision_params_b * 1e9)
+        return gguf.file_bytes(model.arch, fmt.file_type, round(params) - vision) + vision * sixteen_bit
     if fmt.scope == "all":
         return params * fmt.bits / 8
     if fmt.scope == "experts":

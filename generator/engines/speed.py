@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpumem.engines import gguf
 from gpumem.engines.deployment import expert_params, kv_cache_bytes_per_gpu, weights_bytes
 from gpumem.records.catalog import Architecture, Gpu, Model
 from gpumem.records.engines import KvFormat, SpeedRules, WeightFormat
@@ -97,7 +98,10 @@ def weight_bytes_read(model: Model, fmt: WeightFormat, tokens: int) -> float:
     total = weights_bytes(model, fmt)
     if model.arch.experts is None:
         return total
-    experts = expert_params(model.arch, fmt.pad_to) * fmt.bits / 8
+    if fmt.scope == "tensors":
+        experts = float(gguf.expert_bytes(model.arch, fmt.file_type))
+    else:
+        experts = expert_params(model.arch, fmt.pad_to) * fmt.bits / 8
     return total - experts * (1 - touched_expert_fraction(model.arch, tokens))
 
 

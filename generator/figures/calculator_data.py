@@ -7,17 +7,18 @@ weighs the same at any catalog size."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gpumem.catalog import config_fields, hf_config, hf_hybrid
-from gpumem.engines import architecture, deployment, launch, llamacpp, memory
+from gpumem.engines import architecture, deployment, gguf, launch, llamacpp, memory
 from gpumem.engines.sizing import Configuration
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, SECONDS_PER_HOUR
 from gpumem.figures.calculator import SORTS, SPEED_DIGITS, default_gpus
 from gpumem.figures.calculator_training import machines, training_data
 from gpumem.figures.shared import Shop
 from gpumem.records.catalog import STATE_KINDS, Architecture, Catalog, Experts, Gpu, Model, Repo, State
-from gpumem.records.engines import RUNTIME_LABELS, Reach, SpeedRules, SupportRules
+from gpumem.records.engines import RUNTIME_LABELS, Reach, SpeedRules, SupportRules, WeightFormat
 
 # The KV formats every runtime takes, whatever the weights (as gpumem estimate checks them).
 KV_ANY_RUNTIME = ("bf16", "fp32")
@@ -57,7 +58,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
     rules = catalog.rules
     dep = rules.deployment
     assert dep is not None  # validated with the catalogs
-    models = [model_row(catalog.model(rules.calculator_defaults["model"]))]  # the page's own: the others are fetched
+    models = [model_row(catalog.model(rules.calculator_defaults["model"]), dep.weight_formats)]  # the page's own: the others are fetched
     offered = sorted(shop.configurations, key=Configuration.order)
     large_card = dep.large_card_gib * deployment.GIB
     return shortest_numbers(
@@ -88,11 +89,10 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "gpus": {c.gpu.id: gpu_row(c.gpu) for c in offered},
             "machines": machines(catalog),
             "weightFormats": {
-                f.name: {
+                f.name: {  # a GGUF file type names its scope, tensors, and needs no bits (engines/gguf.py)
                     "label": f.label,
-                    "bits": f.bits,
-                    "scope": f.scope,
                     "runtime": f.runtime,
+                    **({"fileType": f.file_type} if f.file_type else {"bits": f.bits, "scope": f.scope}),
                     **({"padTo": f.pad_to} if f.pad_to else {}),
                 }
                 for f in dep.weight_formats.values()
@@ -168,6 +168,14 @@ def counting_file() -> PresetFiles:
         "shownDigits": config_fields.SHOWN_DIGITS,
         "shownBelow": 10**config_fields.SHOWN_DIGITS,
         "shownCharacters": config_fields.SHOWN_CHARACTERS,
+        "gguf": {
+            "blocks": gguf.BLOCKS,
+            "defaults": gguf.FILE_TYPES,
+            "fallback": gguf.FALLBACK,
+            "seventyB": gguf.SEVENTY_B_LAYERS,
+            "unlaid": list(gguf.UNLAID),
+        },
+        "fusedQkv": list(gguf.FUSED_QKV),
     }
     return PresetFiles(compact_json(counting).encode())
 
@@ -205,7 +213,8 @@ def compact_json(value: object) -> str:
 def preset_files(catalog: Catalog) -> PresetFiles:
     """The preset list and one preset file per catalog model."""
     index = compact_json([[m.id, m.name] for m in catalog.models]).encode()
-    return PresetFiles(index, {f"{m.id}.json": compact_json(model_row(m)).encode() for m in catalog.models})
+    formats = catalog.rules.deployment.weight_formats
+    return PresetFiles(index, {f"{m.id}.json": compact_json(model_row(m, formats)).encode() for m in catalog.models})
 
 
 def repo_row(repo: Repo, arch: Architecture) -> list:
@@ -219,10 +228,11 @@ def repo_row(repo: Repo, arch: Architecture) -> list:
     return row
 
 
-def model_row(m: Model) -> list:
+def model_row(m: Model, formats: Mapping[str, WeightFormat]) -> list:
     """A preset as the script reads it: its MODEL_FIELDS in order, then what only some models have (an active
     parameter count, tied embeddings, attention other than full, experts, a hybrid's state, a vision tower) as one
-    object, if any."""
+    object, if any; and, by GGUF format, its file's bytes (and its routed experts', for a mixture of experts: the
+    script counts them itself, in config.js, for any other model)."""
     a = m.arch.attention
     row: list = [m.id, m.params_b, m.arch.layers, m.arch.heads, m.arch.kv_heads, m.arch.head_dim, m.arch.hidden, m.arch.vocab]
     row += [m.arch.intermediate, m.release]
@@ -234,13 +244,15 @@ def model_row(m: Model) -> list:
     # Left out when they say nothing: untied embeddings, full attention, no experts, no vision tower (the script's defaults).
     if m.arch.tied_embeddings:
         extra["tied"] = True
-    if a.kind != "full":
+    if a.kind != "full" or a.fused_qkv:
         extra["attention"] = {
             "kind": a.kind,
             "window": a.window,
             "slidingLayers": a.sliding_layers,
             "latent": a.kv_lora_rank + a.qk_rope_head_dim,
-            **({"rank": a.kv_lora_rank} if a.kind == "mla" else {}),  # the width MLA attends over (speed.js)
+            **({"rank": a.kv_lora_rank, "vDim": a.v_head_dim} if a.kind == "mla" else {}),  # rank: the width MLA attends over (speed.js)
+            **({"qLora": a.q_lora_rank} if a.q_lora_rank else {}),
+            **({"fused": 1} if a.fused_qkv else {}),
             **({"indexBytes": a.index_bytes} if a.index_bytes else {}),
         }
     if m.arch.experts:
@@ -249,6 +261,10 @@ def model_row(m: Model) -> list:
         extra["state"] = state_data(m.arch.state)
     if m.vision_params_b:
         extra["vision"] = m.vision_params_b
+    text = round(m.params_b * 1e9) - round(m.vision_params_b * 1e9)
+    files = {name: gguf.file_bytes(m.arch, f.file_type, text) for name, f in formats.items() if f.scope == "tensors"}
+    experts = {name: [files[name], gguf.expert_bytes(m.arch, formats[name].file_type)] for name in files} if m.arch.experts else {}
+    extra["gguf"] = {**files, **experts}
     return row + [extra] if extra else row
 
 

@@ -24,6 +24,9 @@ class Attention:
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
     index_bytes: int = 0
+    q_lora_rank: int = 0  # MLA: the queries' low rank, 0 where they are projected directly (DeepSeek-V2-Lite)
+    v_head_dim: int = 0  # MLA: each head's value width (its key width is head_dim)
+    fused_qkv: bool = False  # one query-key-value matrix, as llama.cpp converts Phi-3 and Phi-4 (engines/gguf.FUSED_QKV)
 
     @property
     def windowed(self) -> bool:

@@ -30,10 +30,11 @@ class WeightFormat:
 
     name: str
     label: str
-    bits: float  # per quantized weight, scales and zero points included
-    scope: str  # all | linear | experts: which weights take `bits` (the others stay at 16 bits)
+    bits: float  # per quantized weight, scales and zero points included (GGUF: a Llama-3-8B file's average)
+    scope: str  # all | linear | experts: which weights take `bits` (the others stay at 16 bits); tensors: GGUF, per tensor
     runtime: str  # vllm | llama.cpp
     pad_to: int = 0  # the runtime pads the experts' intermediate width to a multiple of this
+    file_type: str = ""  # scope tensors: llama.cpp's file type (engines/gguf.FILE_TYPES), which types each tensor
 
 
 @dataclass(frozen=True)

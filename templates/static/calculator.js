@@ -77,6 +77,7 @@
   function weightsBytes(data, s, fmt) {
     var dep = data.deployment, params = s.params * 1e9, given = ofFormat(data, s.checkpoints, fmt);
     if (given) return given;  // a published checkpoint's bytes
+    if (fmt.fileType) return gguf(data, s, fmt)[0] + Math.round(s.vision * 1e9) * dep.sixteenBitBytes;
     if (fmt.scope === "all") return params * fmt.bits / dep.bitsPerByte;
     if (fmt.scope === "experts") {
       var quantized = expertParams(data, s.arch, fmt.padTo);
@@ -85,6 +86,13 @@
     }
     var kept = embeddingParams(s.arch) + s.vision * 1e9 + ofFormat(data, s.kept, fmt);
     return (params - kept) * fmt.bits / dep.bitsPerByte + kept * dep.sixteenBitBytes;
+  }
+
+  // engines/gguf.py: a GGUF file's bytes and its routed experts', the preset's (while the form keeps its parameters)
+  // or config.js's count (loaded for any other model before a result is shown).
+  function gguf(data, s, fmt) {
+    var given = ofFormat(data, s.gguf, fmt);
+    return given ? [].concat(given) : window.gpumemConfig.ggufBytes(data, s, fmt);
   }
 
   // llamacpp.padded and sliding_cells: llama.cpp pads its caches to whole blocks of cells; a sliding-window cache
@@ -400,7 +408,8 @@
     var state = { model: raw.model, mode: raw.mode, weights: raw.weights, kv: raw.kv, params: values.params,
       vision: extra.vision, batch: values.batch, context: values.context, gpus: values.gpus, arch: arch, training: tuning,
       active: preset && preset.active || null, prompt: values.prompt, output: values.output, sort: raw.sort,
-      estimated: filled.estimated, checkpoints: own ? published(preset, 0) : null, kept: own ? published(preset, 1) : null };
+      estimated: filled.estimated, checkpoints: own ? published(preset, 0) : null, kept: own ? published(preset, 1) : null,
+      gguf: own ? preset.gguf : null };
     if (tuning && !Object.keys(errors).length) {
       var declined = window.gpumemTraining.check(data, state, tuning);  // training.check: a run no trainer would start
       if (declined) errors[declined[0]] = [declined[1], declined[2]];
@@ -718,6 +727,7 @@
       showNotices();
       showEstimate(raw, checked.state);
       if (checked.errors) return say(text.invalid);
+      if (!checked.state.gguf && !counter) return load(raw.model, function () {}, loadConfig());  // config.js counts its GGUF files
       root.classList.remove("invalid");
       var total = root.querySelector('[data-result="total-gb"]');
       var summary = root.querySelector("#calc-summary");
@@ -1144,7 +1154,7 @@
     estimatedFields: estimatedFields,
     errorText: errorText,
     isDict: isDict, has: has, get: get, full: FULL,
-    weightsBytes: weightsBytes, expertParams: expertParams, embeddingParams: embeddingParams, gpuOf: gpuOf, offered: offered,
+    weightsBytes: weightsBytes, gguf: gguf, expertParams: expertParams, embeddingParams: embeddingParams, gpuOf: gpuOf, offered: offered,
     checkNumber: checkNumber, trainingChoices: trainingChoices, switches: SWITCHES, kvCache: kvCache, byName: byName, remember: remember,
     loadPreset: loadPreset };
   var root = document.getElementById("calculator");

@@ -107,6 +107,7 @@
         if (k.qkNorm.indexOf(kind) >= 0) attentionParams += 2 * headDim;
         if (kind === "minimax_m2") attentionParams += (heads + kvHeads) * headDim;  // q and k norms over every head
         attention = countWindow(k, f, kind, layers);
+        if (k.fusedQkv.indexOf(kind) >= 0) attention = Object.assign({ fused: 1 }, attention);  // gguf.FUSED_QKV
       }
       var norms = (k.fourNormKinds.indexOf(kind) >= 0 ? k.fourNorms : 2) * hidden;
       var mlp = countMlp(k, f, kind, hidden, layers);
@@ -142,15 +143,16 @@
   function countMla(k, f, kind, hidden, heads) {
     var kvRank = f.count("kv_lora_rank");
     var rope = f.count("qk_rope_head_dim"), nope = f.count("qk_nope_head_dim"), value = f.count("v_head_dim");
-    var queries;
+    var queries, qRank = 0;
     if (f.get("q_lora_rank") === null) {
       queries = hidden * heads * (nope + rope);
     } else {
-      var qRank = f.count("q_lora_rank");
+      qRank = f.count("q_lora_rank");
       queries = hidden * qRank + qRank + qRank * heads * (nope + rope);
     }
     var params = queries + hidden * (kvRank + rope) + kvRank + kvRank * heads * (nope + value) + heads * value * hidden;
-    var attention = { kind: "mla", window: 0, slidingLayers: 0, latent: kvRank + rope, rank: kvRank };
+    var attention = { kind: "mla", window: 0, slidingLayers: 0, latent: kvRank + rope, rank: kvRank, vDim: value };
+    if (qRank) attention.qLora = qRank;
     if (k.sparseMla.indexOf(kind) >= 0) {
       var indexHeads = f.count("index_n_heads"), indexDim = f.count("index_head_dim");
       if (f.get("q_lora_rank") === null) throw ["indexerQueries", {}];
@@ -388,7 +390,7 @@
 
   // Links keep what a pasted config.json says beyond the fields (extra=, as JSON): {extra}, or {error} naming the value
   // that cannot be honoured (bounded as a config.json's counts are); null without one.
-  var EXTRA_LIMITS = { window: "max_context", slidingLayers: "max_layers", latent: "max_hidden", rank: "max_hidden",
+  var EXTRA_LIMITS = { window: "max_context", slidingLayers: "max_layers", latent: "max_hidden", rank: "max_hidden", vDim: "max_head_dim", qLora: "max_hidden", fused: "max_layers",
     indexBytes: "max_hidden", shared: "max_experts", denseLayers: "max_layers", layers: "max_layers", conv: "max_state",
     recurrent: "max_state" };
   var RECURRENT_BYTES = [0, 2, 4];  // the model's dtype, or 16 or 32 bits (models.yaml's state.recurrent_bytes)
@@ -415,7 +417,8 @@
     if (kinds.indexOf(a.kind) < 0) throw ["extraKind", { kinds: quoted(kinds), value: shown(k, a.kind) }];
     var f = fields(data, a, "attention.", EXTRA_LIMITS), count = function (name) { return f.count(name, null, 0); };
     var attention = { kind: a.kind, window: count("window"), slidingLayers: count("slidingLayers"), latent: count("latent") };
-    if (a.kind === "mla") attention.rank = count("rank");
+    if (a.kind === "mla") { attention.rank = count("rank"); attention.vDim = count("vDim"); }
+    ["qLora", "fused"].forEach(function (name) { var n = f.count(name, 0, 0); if (n) attention[name] = n; });
     var index = a.kind === "mla" ? f.count("indexBytes", 0, 0) : 0;  // DSA's indexer key, left out without one
     if (index) attention.indexBytes = index;
     var vision = get(e, "vision", null), most = data.limits.max_params_b;
@@ -449,5 +452,66 @@
     return null;
   }
 
-  window.gpumemConfig = { countConfig: countConfig, extraOf: extraOf, know: know, against: against };
+  // engines/gguf.py: a GGUF file's matrices, each in the type llama.cpp's quantizer gives it ([role, layer, row
+  // length, rows, routed expert]), and [the file's bytes without a vision tower, its routed experts' bytes].
+  function ggufBytes(data, s, fmt) {
+    var g = counting(data).gguf, a = s.arch, h = a.hidden, at = a.attention, e = a.experts, list = [];
+    var add = function (role, layer, row, rows, routed) { list.push([role, layer, row, rows, routed]); };
+    var q = a.heads * a.headDim, kv = a.kvHeads * a.headDim, attention = a.layers - (a.state ? a.state.layers : 0);
+    add(a.tied ? "output" : "token_embd", -1, h, a.vocab);  // tied embeddings take the output head's rule
+    if (!a.tied) add("output", -1, h, a.vocab);
+    for (var l = 0; l < (a.state && g.unlaid.indexOf(a.state.kind) >= 0 ? 0 : a.layers); l++) {
+      if (l < attention && at.kind === "mla") {
+        if (at.qLora) { add("other", l, h, at.qLora); add("other", l, at.qLora, q); } else add("attn_q", l, h, q);
+        add("other", l, h, at.latent);
+        add("other", l, a.headDim - at.latent + at.rank, at.rank * a.heads);
+        add("other", l, at.rank, at.vDim * a.heads);
+        add("attn_output", l, a.heads * at.vDim, h);
+      } else if (l < attention) {
+        if (at.fused) add("attn_v", l, h, q + 2 * kv);
+        else { add("attn_q", l, h, q); add("attn_k", l, h, kv); add("attn_v", l, h, kv); }
+        add("attn_output", l, q, h);
+      }
+      var width = e && l >= e.denseLayers ? e.intermediate * e.count : 0;
+      if (!width) { add("ffn_gate", l, h, a.intermediate); add("ffn_up", l, h, a.intermediate); add("ffn_down", l, a.intermediate, h); continue; }
+      add("float", l, h, e.count); add("ffn_gate", l, h, width, 1); add("ffn_up", l, h, width, 1); add("ffn_down", l, e.intermediate, h * e.count, 1);
+      if (e.shared) { width = e.intermediate * e.shared; add("ffn_gate", l, h, width); add("ffn_up", l, h, width); add("ffn_down", l, width, h); }
+    }
+    var type = fmt.fileType, base = g.defaults[type], eight = e && e.count === 8, index = 0, total = 0, experts = 0, counted = 0;
+    var more = function (i, n) { return i < Math.floor(n / 8) || i >= Math.floor(7 * n / 8) || (i - Math.floor(n / 8)) % 3 === 2; };
+    var values = list.filter(function (t) { return t[0] === "attn_v"; }).length, k4m = type === "Q4_K_M" || type === "Q5_K_M";
+    var seventy = a.layers === g.seventyB && a.heads !== a.kvHeads && !e;
+    var typeOf = function (t) {
+      var role = t[0], kind = base;
+      if (role === "float") kind = "F32";
+      else if (role === "output") kind = t[2] % g.blocks[kind][0] || kind === "Q8_0" ? "Q8_0" : "Q6_K";
+      else if (role === "attn_v") {
+        if (type === "Q2_K") kind = a.heads / a.kvHeads >= 4 ? "Q4_K" : "Q3_K";
+        else if (type === "Q3_K_M") kind = index < 2 ? "Q5_K" : "Q4_K";
+        else if (k4m && more(index, values)) kind = "Q6_K";
+        if (seventy && (kind === "Q3_K" || kind === "Q4_K")) kind = "Q5_K";
+        if (eight) kind = "Q8_0";
+        index++;
+      } else if (role === "attn_k" && eight) kind = "Q8_0";
+      else if (role === "ffn_down") {
+        if (type === "Q2_K") kind = "Q3_K";
+        else if (type === "Q3_K_M") kind = t[1] < Math.floor(a.layers / 16) ? "Q5_K" : "Q4_K";
+        else if (k4m && more(t[1], a.layers)) kind = "Q6_K";
+      } else if (role === "attn_output") {
+        if (eight) kind = ["Q2_K", "Q3_K_M", "Q4_K_M"].indexOf(type) >= 0 ? "Q5_K" : kind;
+        else kind = type === "Q2_K" ? "Q3_K" : type === "Q3_K_M" ? "Q4_K" : kind;
+      }
+      if (t[2] % g.blocks[kind][0]) kind = g.fallback[kind] || kind;
+      return t[2] % g.blocks[kind][0] ? "F16" : kind;
+    };
+    list.forEach(function (t) {
+      var block = g.blocks[typeOf(t)], bytes = t[3] * Math.floor(t[2] / block[0]) * block[1];
+      total += bytes; counted += t[2] * t[3]; if (t[4]) experts += bytes;
+    });
+    // a hybrid's: projections from the hidden size, mostly (gguf.file_bytes)
+    var rest = Math.max(0, Math.round(s.params * 1e9) - Math.round(s.vision * 1e9) - counted), r = g.blocks[a.state ? typeOf(["other", -1, h, 0]) : "F32"];
+    return [total + Math.floor(rest * r[1] / r[0]), experts];
+  }
+
+  window.gpumemConfig = { countConfig: countConfig, extraOf: extraOf, know: know, against: against, ggufBytes: ggufBytes };
 })();

@@ -33,7 +33,8 @@
   function weightBytesRead(data, s, fmt, tokens) {
     var total = memory().weightsBytes(data, s, fmt);
     if (!s.arch.experts) return total;
-    var experts = memory().expertParams(data, s.arch, fmt.padTo) * fmt.bits / data.deployment.bitsPerByte;
+    var experts = fmt.fileType ? memory().gguf(data, s, fmt)[1]
+      : memory().expertParams(data, s.arch, fmt.padTo) * fmt.bits / data.deployment.bitsPerByte;
     return total - experts * (1 - touchedExpertFraction(s.arch, tokens));
   }
 
