@@ -28,7 +28,7 @@ CONFIGS = REPO / "tests/fixtures/hf_configs"
 LIMITS = load_catalog(CATALOGS).rules.calculator_limits
 ARCHITECTURES = (
     "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma2, gemma3, phi3, deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, "
-    "glm_moe_dsa, gpt_oss, qwen3_next, qwen3_5, qwen3_5_moe, nemotron_h, llama4, minimax_m2"
+    "glm_moe_dsa, gpt_oss, qwen3_next, qwen3_5, qwen3_5_moe, nemotron_h, llama4, minimax_m2, kimi_linear, minimax_m1"
 )
 
 
@@ -116,7 +116,7 @@ HOSTILE = {
         config("gemma-3-27b", vision_config={**config("gemma-3-27b")["vision_config"], "patch_size": 1000}),
         "vision_config.patch_size: 1,000 is more than vision_config.image_size (896)",
     ),
-    # The hybrids, chunked and sparse attention (catalog/hf_hybrid.py, hf_config._mla).
+    # The hybrids, chunked and sparse attention (catalog/hf_hybrid.py, hf_mla.mla).
     "a Gated DeltaNet hybrid with a sliding-window layer": (
         config("qwen3-next-80b-a3b-thinking", layer_types=["linear_attention"] * 47 + ["sliding_attention"]),
         'layer_types: expected a list of "linear_attention" and "full_attention", got a list of 48 items',
@@ -132,6 +132,36 @@ HOSTILE = {
     "MLP-only layers that are not a list": (
         nested("qwen3.5-35b-a3b", mlp_only_layers=5),
         "mlp_only_layers: expected a list of layer indices",
+    ),
+    "Kimi Linear without its linear-attention block": (
+        config("kimi-linear-48b-a3b-instruct", linear_attn_config=None),
+        "linear_attn_config: expected an object (kda_layers, num_heads, head_dim)",
+    ),
+    "a KDA layer numbered from 0": (
+        config(
+            "kimi-linear-48b-a3b-instruct",
+            linear_attn_config={**config("kimi-linear-48b-a3b-instruct")["linear_attn_config"], "kda_layers": [0, 1]},
+        ),
+        "linear_attn_config.kda_layers: expected distinct layer numbers from 1 to 27",
+    ),
+    "Kimi Linear with KDA in every layer": (
+        config(
+            "kimi-linear-48b-a3b-instruct",
+            linear_attn_config={**config("kimi-linear-48b-a3b-instruct")["linear_attn_config"], "kda_layers": list(range(1, 28))},
+        ),
+        "linear_attn_config.kda_layers: expected both KDA layers and full-attention layers",
+    ),
+    "more experts per token than Kimi Linear has": (
+        config("kimi-linear-48b-a3b-instruct", num_experts_per_token=300),
+        "num_experts_per_token: 300 is more than the 256 experts",
+    ),
+    "a MiniMax layer list of two for 80": (
+        config("minimax-m1", attn_type_list=[0, 1]),
+        "attn_type_list: expected a list of 0 (lightning) and 1 (softmax attention), one per layer (80)",
+    ),
+    "MiniMax with lightning attention alone": (
+        config("minimax-m1", attn_type_list=[0] * 80),
+        "attn_type_list: expected both lightning (0) and softmax attention (1) layers",
     ),
     "a Nemotron-H layer gpumem does not know": (
         config("nemotron-3-nano-30b-a3b-bf16", hybrid_override_pattern="X" + PATTERN[1:]),

@@ -29,7 +29,7 @@ from gpumem.catalog.inputs import load_catalog
 from gpumem.catalog.validate import Invalid
 from gpumem.engines import deployment as engine
 from gpumem.engines import memory
-from gpumem.records.catalog import Architecture, Attention, Repo, State
+from gpumem.records.catalog import Architecture, Attention, Experts, Repo, State
 
 from .project import CATALOGS, REPO
 from .test_estimate import estimate, gpumem
@@ -180,6 +180,24 @@ def test_a_nemotron_pattern_it_cannot_read_is_refused(pattern, message):
     config["hybrid_override_pattern"] = pattern
     with pytest.raises(Invalid, match="^" + message.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*") + "$"):
         count(config, LIMITS)
+
+
+def test_kimi_linear_and_minimax_m1_count_as_their_checkpoints():
+    """Kimi Linear 48B-A3B: 49,122,681,728 parameters, the sum of its safetensors headers as
+    gogongxt/python@ec9962697819add8f24ce1b180cf98ca6a53c40f:scripts/models/kimi_linear_48b_a3b_instruct.md lists
+    them (its config from the same report); MiniMax-M1, "456 billion parameters ... 45.9 billion activated per
+    token" (its README, MiniMax-AI/MiniMax-M1@2abb4f45), 45.94 billion without the embeddings."""
+    kimi = counted("kimi-linear-48b-a3b-instruct")
+    assert (kimi.params, kimi.active, kimi.context) == (49_122_681_728, 3_484_459_904, 1_048_576)
+    # KDA: q, k and v convolutions of 3 x 4,096 over a kernel of 4 less one, a recurrent 32 x 128 x 128 in FP32
+    assert kimi.arch.state == State("kda", 20, 3 * 3 * 4096, 32 * 128 * 128, recurrent_bytes=4)
+    assert kimi.arch.attention == Attention("mla", kv_lora_rank=512, qk_rope_head_dim=64, v_head_dim=128)
+    assert (kimi.arch.attention_layers, kimi.arch.experts) == (7, Experts(256, 8, 1024, 1, 1))
+    minimax = counted("minimax-m1")
+    assert (minimax.params, minimax.active) == (456_089_655_296, 48_403_306_496)
+    assert minimax.active - 2 * 200064 * 6144 == 45_944_920_064
+    assert minimax.arch.state == State("lightning", 70, 0, 64 * 128 * 128)
+    assert (minimax.arch.attention_layers, minimax.arch.kv_heads, minimax.arch.experts) == (10, 8, Experts(32, 2, 9216))
 
 
 def test_llama4_s_layer_list_must_be_one_per_layer():

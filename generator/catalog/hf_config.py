@@ -14,6 +14,7 @@ from typing import Any
 
 from gpumem.catalog import hf_hybrid
 from gpumem.catalog.config_fields import Fields, layer_types, shown, switch
+from gpumem.catalog.hf_mla import mla
 from gpumem.catalog.validate import Invalid
 from gpumem.engines import gguf
 from gpumem.records.catalog import Architecture, Attention, Experts, Model
@@ -40,10 +41,10 @@ ARCHITECTURES = (
     "nemotron_h",
     "llama4",
     "minimax_m2",
+    "kimi_linear",
+    "minimax_m1",
 )
 MLA = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa")
-SPARSE_MLA = ("deepseek_v32", "glm_moe_dsa")  # DeepSeek sparse attention: MLA with a lightning indexer
-INDEX_QUANT_BLOCK = 128  # the indexer's keys are cached in 8 bits with one 4-byte scale per 128 (see deployment.kv_bytes_per_token_layer)
 QKV_BIAS = ("qwen2",)
 QK_NORM = ("qwen3", "qwen3_moe", "gemma3")
 FOUR_NORMS = ("gemma2", "gemma3")
@@ -96,7 +97,7 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
         intermediate = f.count("intermediate_size", experts.intermediate if experts else None)
     else:
         if kind in MLA:
-            attention_params, attention, head_dim = _mla(f, kind, hidden, heads)
+            attention_params, attention, head_dim = mla(f, kind, hidden, heads)
         else:
             head_dim = f.count("head_dim", hidden // heads)
             attention_params = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
@@ -117,7 +118,7 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
         if kind in MLA and experts is not None:
             mtp = _deepseek_mtp(f, attention_params + norms, experts, mlp - experts.dense_layers * 3 * hidden * intermediate, vocab, hidden)
     arch = Architecture(layers, heads, kv_heads, head_dim, attention, hidden, vocab, tied, intermediate, experts, state)
-    context = f.count("max_position_embeddings", 4096)
+    context = f.count("max_position_embeddings", f.count("model_max_length", 4096))  # Kimi Linear gives the second only
     vision = hf_hybrid.TOWERS.get(kind, _vision)(config.get("vision_config"), hidden, limits)
     _within_params(params + vision, limits)
     return Counted(params, active, arch, context, _release(config), vision, mtp)
@@ -158,30 +159,6 @@ def _vision(vision: Any, text_hidden: int, limits: Mapping[str, float]) -> int:
     layer = 4 * (width * width + width) + 2 * width * mlp + mlp + width + 4 * width  # attention, MLP, two layer norms
     projector = width * text_hidden + width
     return patches + depth * layer + 2 * width + projector
-
-
-def _mla(f: Fields, kind: str, hidden: int, heads: int) -> tuple[int, Attention, int]:
-    """DeepSeek's multi-head latent attention: low-rank queries, a compressed key-value latent; its sparse
-    variant adds a lightning indexer (transformers' DeepseekV32Indexer: wq_b, wk, k_norm, weights_proj)
-    whose key per token is cached beside the latent."""
-    kv_rank = f.count("kv_lora_rank")
-    rope, nope, value = f.count("qk_rope_head_dim"), f.count("qk_nope_head_dim"), f.count("v_head_dim")
-    q_rank = 0
-    if f.get("q_lora_rank") is None:  # DeepSeek-V2-Lite projects queries directly
-        queries = hidden * heads * (nope + rope)
-    else:
-        q_rank = f.count("q_lora_rank")
-        queries = hidden * q_rank + q_rank + q_rank * heads * (nope + rope)
-    params = queries + hidden * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + value) + heads * value * hidden
-    if kind not in SPARSE_MLA:
-        return params, Attention("mla", kv_lora_rank=kv_rank, qk_rope_head_dim=rope, q_lora_rank=q_rank, v_head_dim=value), nope + rope
-    index_heads, index_dim = f.count("index_n_heads"), f.count("index_head_dim")
-    if f.get("q_lora_rank") is None:
-        raise Invalid("q_lora_rank: expected a positive integer, got nothing (the indexer reads the low-rank queries)")
-    params += f.count("q_lora_rank") * index_heads * index_dim + hidden * index_dim + 2 * index_dim + hidden * index_heads
-    index_bytes = index_dim + index_dim // INDEX_QUANT_BLOCK * 4
-    attention = Attention("mla", kv_lora_rank=kv_rank, qk_rope_head_dim=rope, index_bytes=index_bytes, q_lora_rank=q_rank, v_head_dim=value)
-    return params, attention, nope + rope
 
 
 def _window(f: Fields, kind: str, layers: int) -> Attention:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpumem.catalog.config_fields import Fields, layer_types
+from gpumem.catalog.hf_mla import mla
 from gpumem.catalog.validate import Invalid
 from gpumem.records.catalog import Attention, Experts, State
 
@@ -221,10 +222,80 @@ def llama4_vision(vision: Any, text_hidden: int, limits: Any) -> int:
     return embedding + depth * layer + adapter + output * text_hidden
 
 
+KDA_RECURRENT_BYTES = 4  # vLLM keeps KDA's recurrent state in FP32 unless told otherwise (kda_state_dtype, "auto")
+
+
+def count_kimi(f: Fields, kind: str, hidden: int, layers: int, heads: int, kv_heads: int) -> Counted:
+    """Kimi Linear: Kimi Delta Attention in the layers linear_attn_config.kda_layers names (counted from 1), MLA
+    without RoPE in the others, an MoE with a shared expert after first_k_dense_replace dense layers (the Hub's
+    modeling_kimi.py: KimiDeltaAttention's q, k and v projections, their short convolutions, A_log, dt_bias, the
+    low-rank decay and output gates, beta, the gated norm and o_proj). Its state per sequence is vLLM's
+    kda_state_shape: a convolution of (kernel - 1) x 3 x heads x head dim, a recurrent heads x head dim x head dim
+    (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/mamba/mamba_utils.py#L133-L149
+    and #L296-L319)."""
+    linear = f.get("linear_attn_config")
+    if not isinstance(linear, dict):
+        raise Invalid("linear_attn_config: expected an object (kda_layers, num_heads, head_dim)")
+    g = Fields(linear, f.limits, "linear_attn_config.")
+    kda = g.get("kda_layers")
+    if not isinstance(kda, list) or any(type(item) is not int or not 1 <= item <= layers for item in kda) or len(set(kda)) != len(kda):
+        raise Invalid(f"linear_attn_config.kda_layers: expected distinct layer numbers from 1 to {layers:,}")
+    if not kda or len(kda) == layers:
+        raise Invalid("linear_attn_config.kda_layers: expected both KDA layers and full-attention layers")
+    state_heads, dim, kernel = g.count("num_heads"), g.count("head_dim"), g.count("short_conv_kernel_size", 4)
+    width = state_heads * dim
+    delta = 3 * hidden * width + 3 * width * kernel + state_heads + 2 * (hidden * dim + dim * width) + width
+    delta += hidden * state_heads + dim + width * hidden  # beta, the gated norm, o_proj
+    attention, mla_attention, head_dim = mla(f, kind, hidden, heads)
+    counted = Layers()
+    counted.add(len(kda) * delta + (layers - len(kda)) * attention + layers * 2 * hidden)
+    count, active = f.count("num_experts"), f.count("num_experts_per_token")
+    if active > count:
+        raise Invalid(f"num_experts_per_token: {active:,} is more than the {count:,} experts")
+    expert_width, dense = f.count("moe_intermediate_size"), min(f.optional("first_k_dense_replace"), layers)
+    shared = f.optional("num_shared_experts")
+    expert, fixed = 3 * hidden * expert_width, hidden * count + count + 3 * hidden * expert_width * shared  # router, its bias
+    counted.add(dense * 3 * hidden * f.count("intermediate_size"))
+    for _ in range(layers - dense):
+        counted.add(count * expert + fixed, active * expert + fixed)
+    state = State("kda", len(kda), (kernel - 1) * 3 * width, state_heads * dim * dim, KDA_RECURRENT_BYTES)
+    return counted, mla_attention, state, Experts(count, active, expert_width, 1 if shared else 0, dense), head_dim
+
+
+def count_minimax_m1(f: Fields, kind: str, hidden: int, layers: int, heads: int, kv_heads: int) -> Counted:
+    """MiniMax-M1 (and MiniMax-Text-01): lightning attention where attn_type_list is 0, softmax attention with
+    grouped keys and values where it is 1, an MoE of num_local_experts in every layer (MiniMax's
+    modeling_minimax_m1.py: a fused qkv projection, an output gate, out_proj and a norm; the decay slopes are no
+    weights). Its state is vLLM's linear_attention_state_shape: heads x head dim x head dim per layer, no
+    convolution, in the model's dtype (mamba_utils.py#L52-L61 and #L154-L161 at v0.33.0)."""
+    types = f.get("attn_type_list")
+    if not isinstance(types, list) or any(item not in (0, 1) or type(item) is not int for item in types) or len(types) != layers:
+        raise Invalid(f"attn_type_list: expected a list of 0 (lightning) and 1 (softmax attention), one per layer ({layers:,})")
+    if 0 not in types or 1 not in types:
+        raise Invalid("attn_type_list: expected both lightning (0) and softmax attention (1) layers")
+    head_dim = f.count("head_dim", hidden // heads)
+    width = heads * head_dim
+    lightning = 3 * hidden * width + width * hidden + hidden * width + width  # qkv, output gate, out_proj, norm
+    softmax = 2 * hidden * width + 2 * hidden * kv_heads * head_dim
+    count, active = f.count("num_local_experts"), f.count("num_experts_per_tok")
+    if active > count:
+        raise Invalid(f"num_experts_per_tok: {active:,} is more than the {count:,} experts")
+    expert_width = f.count("intermediate_size")
+    expert, fixed = 3 * hidden * expert_width, hidden * count
+    counted = Layers()
+    for item in types:
+        counted.add((softmax if item else lightning) + 2 * hidden)
+        counted.add(count * expert + fixed, active * expert + fixed)
+    state = State("lightning", types.count(0), 0, heads * head_dim * head_dim)
+    return counted, Attention(), state, Experts(count, active, expert_width), head_dim
+
+
 # The model types counted here, and their vision towers (hf_config counts the others).
 COUNTERS = {
     **dict.fromkeys(QWEN_HYBRIDS, count_qwen),
     **dict.fromkeys(NEMOTRON_HYBRIDS, count_nemotron),
     **dict.fromkeys(LLAMA4, count_llama4),
+    "kimi_linear": count_kimi,
+    "minimax_m1": count_minimax_m1,
 }
 TOWERS = {"qwen3_5": qwen_vision, "qwen3_5_moe": qwen_vision, "llama4": llama4_vision}

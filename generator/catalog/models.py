@@ -253,7 +253,8 @@ def read_state(entry: Entry, layers: int | None) -> State | None:
     count = section.get("layers", at_most(positive_int, 1_000))
     if count and layers and count >= layers:
         section.report(section.data.line_of("layers"), "layers", f"{count} leaves no attention layer of {layers}")
-    conv, recurrent = section.get("conv", at_most(positive_int, 10**9)), section.get("recurrent", at_most(positive_int, 10**12))
+    conv = section.get("conv", at_most(positive_int, 10**9), required=False, default=0)  # lightning attention has none
+    recurrent = section.get("recurrent", at_most(positive_int, 10**12))
     dtype = section.get("recurrent_bytes", _state_dtype, required=False, default=0)
     entry.failed = entry.failed or section.failed
     return None if section.failed else State(kind, count, conv, recurrent, dtype or 0)

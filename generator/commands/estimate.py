@@ -476,7 +476,8 @@ def draft_entry(
         experts.update({k: v for k, v in (("shared", arch.experts.shared), ("dense_layers", arch.experts.dense_layers)) if v})
         fields.append(("experts", experts))
     if arch.state:
-        state = {"kind": arch.state.kind, "layers": arch.state.layers, "conv": arch.state.conv, "recurrent": arch.state.recurrent}
+        state = {"kind": arch.state.kind, "layers": arch.state.layers, **({"conv": arch.state.conv} if arch.state.conv else {})}
+        state["recurrent"] = arch.state.recurrent  # lightning attention keeps no convolution: models.yaml leaves conv out
         state.update({"recurrent_bytes": arch.state.recurrent_bytes} if arch.state.recurrent_bytes else {})
         fields.append(("state", state))
     if model.vision_params_b:

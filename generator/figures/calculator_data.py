@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpumem.catalog import config_fields, hf_config, hf_hybrid
+from gpumem.catalog import config_fields, hf_config, hf_hybrid, hf_mla
 from gpumem.engines import architecture, deployment, gguf, launch, llamacpp, memory
 from gpumem.engines.sizing import Configuration
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, SECONDS_PER_HOUR
@@ -38,8 +38,9 @@ COUNTING = {
     "temporalPatch": 2,  # Qwen3.5's vision temporal_patch_size default
     "spatialMerge": 2,  # Qwen3.5's vision spatial_merge_size default
     "nopeInterval": hf_hybrid.NOPE_INTERVAL,
-    "indexQuantBlock": hf_config.INDEX_QUANT_BLOCK,
-    "indexScaleBytes": 4,  # the indexer key's scale per block (hf_config._mla)
+    "indexQuantBlock": hf_mla.INDEX_QUANT_BLOCK,
+    "kdaRecurrentBytes": hf_hybrid.KDA_RECURRENT_BYTES,
+    "indexScaleBytes": 4,  # the indexer key's scale per block (hf_mla.mla)
 }
 # With its script, the calculator lists this many configurations (the cheapest) and a button shows the rest.
 SHOWN_CONFIGURATIONS = 5
@@ -155,7 +156,7 @@ def counting_file() -> PresetFiles:
         **COUNTING,
         "architectures": list(hf_config.ARCHITECTURES),
         "mla": list(hf_config.MLA),
-        "sparseMla": list(hf_config.SPARSE_MLA),
+        "sparseMla": list(hf_mla.SPARSE_MLA),
         "stateDtypes": hf_hybrid.STATE_DTYPES,
         "stateKinds": list(STATE_KINDS),
         "qkvBias": list(hf_config.QKV_BIAS),

@@ -51,6 +51,7 @@
     }
     return {
       config: config,
+      data: data,
       count: count,
       optional: function (name) { return get(config, name, null) === null ? 0 : count(name, undefined, 0); },
       get: function (name) { return get(config, name, null); }
@@ -87,7 +88,8 @@
     var tied = get(config, "tie_word_embeddings", k.fourNormKinds.indexOf(kind) >= 0);
     if (typeof tied !== "boolean") throw ["configBoolean", { field: "tie_word_embeddings", value: shown(k, tied) }];
     var embeddings = vocab * hidden * (tied ? 1 : 2), params, active, attention, headDim, intermediate, experts, state = null;
-    var hybrid = { qwen3_next: countQwen, qwen3_5: countQwen, qwen3_5_moe: countQwen, nemotron_h: countNemotron, llama4: countLlama4 };
+    var hybrid = { qwen3_next: countQwen, qwen3_5: countQwen, qwen3_5_moe: countQwen, nemotron_h: countNemotron, llama4: countLlama4,
+      kimi_linear: countKimi, minimax_m1: countMinimaxM1 };
     if (has(hybrid, kind)) {
       var h = hybrid[kind](k, f, kind, hidden, layers, heads, kvHeads);
       attention = h.attention; state = h.state || null; experts = h.experts; headDim = h.headDim;
@@ -117,7 +119,7 @@
     }
     var arch = { layers: layers, heads: heads, kvHeads: kvHeads, headDim: headDim, attention: attention, hidden: hidden,
       vocab: vocab, tied: tied, intermediate: intermediate, experts: experts, state: state };
-    var context = f.count("max_position_embeddings", k.defaultContext);
+    var context = f.count("max_position_embeddings", f.count("model_max_length", k.defaultContext));  // Kimi Linear: the second
     var tower = { qwen3_5: qwenVision, qwen3_5_moe: qwenVision, llama4: llama4Vision };
     var vision = (has(tower, kind) ? tower[kind] : countVision)(data, get(config, "vision_config", null), hidden);
     if (params + vision > data.limits.max_params_b * 1e9) {
@@ -349,6 +351,54 @@
     return counted;
   }
 
+  // hf_hybrid.count_kimi: Kimi Delta Attention in linear_attn_config.kda_layers (from 1), MLA in the others, an MoE
+  // with a shared expert after first_k_dense_replace dense layers; vLLM's KDA state, its recurrent part in FP32.
+  function countKimi(k, f, kind, hidden, layers, heads, kvHeads) {
+    var linear = f.get("linear_attn_config");
+    if (!isDict(linear)) throw ["linearConfig", {}];
+    var g = fields(f.data, linear, "linear_attn_config."), kda = get(linear, "kda_layers", null);
+    var bad = function (item) { return typeof item !== "number" || item % 1 !== 0 || item < 1 || item > layers; };
+    if (!Array.isArray(kda) || kda.some(bad) || kda.some(function (item, i) { return kda.indexOf(item) !== i; })) throw ["kdaLayers", { layers: layers }];
+    if (!kda.length || kda.length === layers) throw ["kdaKinds", {}];
+    var stateHeads = g.count("num_heads"), dim = g.count("head_dim"), kernel = g.count("short_conv_kernel_size", k.convKernel);
+    var width = stateHeads * dim, m = k.gatedMatrices;
+    var delta = 3 * hidden * width + 3 * width * kernel + stateHeads + 2 * (hidden * dim + dim * width) + width + hidden * stateHeads + dim + width * hidden;
+    var mla = countMla(k, f, kind, hidden, heads), counted = layered(mla[2]);
+    counted.attention = mla[1];
+    counted.add(kda.length * delta + (layers - kda.length) * mla[0] + layers * 2 * hidden);
+    var count = f.count("num_experts"), active = f.count("num_experts_per_token");
+    if (active > count) throw ["expertsActiveToken", { active: active, count: count }];
+    var expertWidth = f.count("moe_intermediate_size"), dense = Math.min(f.optional("first_k_dense_replace"), layers);
+    var shared = f.optional("num_shared_experts"), expert = m * hidden * expertWidth;
+    var fixed = hidden * count + count + m * hidden * expertWidth * shared;  // the router, its bias, the shared experts
+    counted.add(dense * m * hidden * f.count("intermediate_size"));
+    for (var layer = dense; layer < layers; layer++) counted.add(count * expert + fixed, active * expert + fixed);
+    counted.experts = { count: count, active: active, intermediate: expertWidth, shared: shared ? 1 : 0, denseLayers: dense };
+    counted.state = { kind: "kda", layers: kda.length, conv: (kernel - 1) * 3 * width, recurrent: stateHeads * dim * dim, recurrentBytes: k.kdaRecurrentBytes };
+    return counted;
+  }
+
+  // hf_hybrid.count_minimax_m1: lightning attention where attn_type_list is 0, softmax attention where it is 1, an MoE
+  // in every layer; vLLM's lightning state, heads x head dim x head dim in the model's dtype.
+  function countMinimaxM1(k, f, kind, hidden, layers, heads, kvHeads) {
+    var types = f.get("attn_type_list");
+    if (!Array.isArray(types) || types.length !== layers || types.some(function (item) { return item !== 0 && item !== 1; })) {
+      throw ["attnTypes", { layers: layers }];
+    }
+    if (types.indexOf(0) < 0 || types.indexOf(1) < 0) throw ["attnTypesKinds", {}];
+    var counted = layered(f.count("head_dim", Math.floor(hidden / heads))), headDim = counted.headDim, width = heads * headDim;
+    var lightning = 3 * hidden * width + width * hidden + hidden * width + width, softmax = 2 * hidden * width + 2 * hidden * kvHeads * headDim;
+    var count = f.count("num_local_experts"), active = activeExperts(f, count, undefined), m = k.gatedMatrices;
+    var expertWidth = f.count("intermediate_size"), expert = m * hidden * expertWidth, fixed = hidden * count;
+    types.forEach(function (item) {
+      counted.add((item ? softmax : lightning) + 2 * hidden);
+      counted.add(count * expert + fixed, active * expert + fixed);
+    });
+    counted.experts = { count: count, active: active, intermediate: expertWidth, shared: 0, denseLayers: 0 };
+    counted.state = { kind: "lightning", layers: types.filter(function (item) { return item === 0; }).length, conv: 0, recurrent: heads * headDim * headDim };
+    return counted;
+  }
+
   // hf_hybrid.qwen_vision: a 3-D patch embedding, learned positions, pre-norm blocks, a merger of patches into the text width.
   function qwenVision(data, vision, textHidden) {
     if (!isDict(vision)) return 0;
@@ -433,7 +483,7 @@
   function checkedState(data, k, s) {
     if (k.stateKinds.indexOf(s.kind) < 0) throw ["extraChoice", { field: "state.kind", kinds: quoted(k.stateKinds), value: shown(k, s.kind) }];
     var f = fields(data, s, "state.", EXTRA_LIMITS), bytes = get(s, "recurrentBytes", 0);
-    var state = { kind: s.kind, layers: f.count("layers"), conv: f.count("conv"), recurrent: f.count("recurrent") };
+    var state = { kind: s.kind, layers: f.count("layers"), conv: f.count("conv", 0, 0), recurrent: f.count("recurrent") };  // lightning: no conv
     if (RECURRENT_BYTES.indexOf(bytes) < 0) throw ["extraChoice", { field: "state.recurrentBytes", kinds: RECURRENT_BYTES, value: shown(k, bytes) }];
     if (bytes) state.recurrentBytes = bytes;
     return state;
