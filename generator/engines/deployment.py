@@ -474,5 +474,5 @@ def fits(need: Deployment, rules: DeploymentRules, card_bytes: float) -> bool:
 
 def forget() -> None:
     """Empty the remembered calls (see the module's docstring)."""
-    for remembered in (deployment, kv_cache_bytes_per_gpu, longest_context, llamacpp.compute_bytes):
+    for remembered in (deployment, kv_cache_bytes_per_gpu, longest_context, llamacpp.compute_bytes, gguf.file_bytes, gguf.expert_bytes):
         remembered.cache_clear()

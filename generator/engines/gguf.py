@@ -17,12 +17,15 @@ attn_qkv and ssm_out, Mamba-2's ssm_in), whose shapes the catalog does not keep:
 type, as llama.cpp's category OTHER does, an approximation of a few per cent on those layers (the value-like rule that
 Qwen3.5's attn_qkv also takes is left out).
 
-Pure arithmetic on records, like the other engines; engines/deployment.weights_bytes calls `file_bytes` for the
-formats of scope `tensors`, and the calculator mirrors it (config.js, ggufBytes).
+Pure arithmetic on records, like the other engines, and remembered (functools.cache, emptied with deployment's by
+deployment.forget): a build asks for each model's file in each format from every page that shows it.
+engines/deployment.weights_bytes calls `file_bytes` for the formats of scope `tensors`, and the calculator mirrors it
+(config.js, ggufBytes).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from gpumem.records.catalog import Architecture
@@ -193,6 +196,7 @@ def tensor_bytes(kind: str, tensor: Tensor) -> int:
     return tensor.rows * (tensor.row // block) * size
 
 
+@functools.cache
 def file_bytes(arch: Architecture, file_type: str, params: int) -> int:
     """The tensors' bytes of a `file_type` GGUF of a model of `params` parameters (what llama.cpp prints as its file
     size, without the header): the matrices as `typed`, and what they leave (norms and biases, a hybrid's state
@@ -204,6 +208,7 @@ def file_bytes(arch: Architecture, file_type: str, params: int) -> int:
     return sum(tensor_bytes(kind, t) for t, kind in matrices) + rest * size // block
 
 
+@functools.cache
 def expert_bytes(arch: Architecture, file_type: str) -> int:
     """The routed experts' bytes in that file (what a step that touches no expert of a layer does not read)."""
     return sum(tensor_bytes(kind, t) for t, kind in typed(arch, file_type) if t.routed)
