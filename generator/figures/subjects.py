@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from gpumem.engines import deployment, launch, memory, sizing, support
@@ -252,17 +253,17 @@ class GpuPage:
     formats: tuple[WeightFormat, ...] = ()
     budget_bytes: float = 0.0
 
-    @property
+    @functools.cached_property
     def fitting(self) -> tuple[GpuModelRow, ...]:
         return tuple(row for row in self.rows if any(row.fits))
 
-    @property
+    @functools.cached_property
     def shown(self) -> tuple[GpuModelRow, ...]:
         """The fitting rows the table shows, in catalog order: the GPU_TABLE_MODELS largest, so that the page keeps
         its weight as the catalog grows (each model's own page lists every card that holds it)."""
         fitting = self.fitting
-        largest = sorted(fitting, key=lambda row: -row.model.params_b)[:GPU_TABLE_MODELS]
-        return tuple(row for row in fitting if row in largest)
+        largest = set(sorted(range(len(fitting)), key=lambda n: -fitting[n].model.params_b)[:GPU_TABLE_MODELS])
+        return tuple(row for n, row in enumerate(fitting) if n in largest)
 
     @property
     def too_big(self) -> tuple[GpuModelRow, ...]:
