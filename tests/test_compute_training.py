@@ -138,7 +138,7 @@ def page(built_site: Path, path: str) -> str:
 
 def test_model_page_shows_the_fine_tune_table(built_site):
     html = page(built_site, "en/models/llama-3.1-8b")
-    assert '<h2 id="fine-tune-it">Fine-tune it</h2>' in html
+    assert '<h2 id="fine-tune-it"><a href="#fine-tune-it">Fine-tune it</a></h2>' in html
     assert (
         '<tr><th scope="row">QLoRA</th><td>1</td>\n<td>5.8\xa0GB</td><td>0.3\xa0GB</td><td>9\xa0GB</td>\n'
         '<td data-need-gb="16.613423169024"><span class="need">16.6\xa0GB</span></td>\n'

@@ -176,7 +176,7 @@ def test_a_snapshot_without_the_example_gpus_names_the_nearest_on_offer(inputs):
         '<a href="/en/gpus/rtx-3090/">RTX 3090</a> (24\xa0GB), from $0.19 per GPU-hour.' in pages["en/gpus/rtx-4090/index.html"]
     )
     # The question still names the consumer card of rules.yaml: whether it holds a need does not depend on the market.
-    assert '<h3 id="faq-3">Can I fine-tune an 8B model on an RTX 4090?</h3>' in guide
+    assert '<h3 id="faq-3"><a href="#faq-3">Can I fine-tune an 8B model on an RTX 4090?</a></h3>' in guide
 
 
 def test_a_snapshot_of_one_small_gpu_builds_and_says_what_it_lacks(inputs):

@@ -247,7 +247,7 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
         "Single-request decode: 36 of 36 measurements within 25%, mean error 5.8%, worst 18%. "
         "Throughput under load: 11 of 12 within 35%, mean error 13.1%, worst 75.1%."
     ) in method
-    assert '<h2 id="speed">Speed and cost per token</h2>' in (built_site / "en/methodology/index.html").read_text()
+    assert '<h2 id="speed"><a href="#speed">Speed and cost per token</a></h2>' in (built_site / "en/methodology/index.html").read_text()
 
 
 def test_the_calibration_rules_yaml_states_is_the_measured_table():

@@ -20,6 +20,7 @@ from gpumem.figures.calculator_data import PresetFiles
 from gpumem.figures.site import SiteFigures, site_figures
 from gpumem.options import template_cache
 from gpumem.pages.assets import headers, publish
+from gpumem.pages.headings import with_headings_linked
 from gpumem.pages.parallel import in_parallel, render_pages
 from gpumem.pages.render import Renderer
 from gpumem.pages.routes import KINDS, Page, breadcrumbs, plan_pages
@@ -137,7 +138,7 @@ def site_rendering(
         context = {**context_of(page.lang), "stamp": stamps[page.lang], "page": page}
         if KINDS[page.key].has_content:
             context["content"] = renderer.content(inputs.content[(page.lang, page.key)], context)
-        return renderer.render(page.template, context).encode()
+        return with_headings_linked(renderer.render(page.template, context)).encode()
 
     def render_own(name: str, lang: str) -> bytes:
         if lang:  # for hosts that serve the nearest 404.html: one in each language's folder
