@@ -141,7 +141,7 @@ def test_model_page_shows_the_fine_tune_table(built_site):
     assert '<h2 id="fine-tune-it"><a href="#fine-tune-it">Fine-tune it</a></h2>' in html
     assert (
         '<tr><th scope="row">QLoRA</th><td>1</td>\n<td>5.8\xa0GB</td><td>0.3\xa0GB</td><td>9\xa0GB</td>\n'
-        '<td data-need-gb="16.613423169024"><span class="need">16.6\xa0GB</span></td>\n'
+        '<td data-need-gb="16.6134"><span class="need">16.6\xa0GB</span></td>\n'
         '<td><span class="config">1 × RTX 3090</span> <span class="price">$0.19 per hour</span> <span class="comfortable">'
         "comfortable: with the allocator&#39;s 15% reserve, 19.1\xa0GB of 25.3\xa0GB, at least 10% free</span></td></tr>"
     ) in html

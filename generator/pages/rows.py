@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 Gettext = Callable[..., Markup]
 UNSAFE = re.compile(r"[&<>\"']")  # what MarkupSafe's escape replaces
+# The need a table cell carries for machines (data-need-gb), in GB: four decimals are 100 kB, far below what any
+# figure on the page shows, and a long table is some 300 bytes lighter than with every digit of the float.
+NEED_DIGITS = 4
 
 
 def escape(value: Any) -> str:
@@ -154,9 +157,15 @@ class Rows:
             )
         return Markup(f"{said} {then}")
 
+    @staticmethod
+    def need_data(need_gb: float) -> float:
+        """The need as a cell's data-need-gb attribute gives it."""
+        return round(need_gb, NEED_DIGITS)
+
     def need_cell(self, need_gb: float, choice: Choice, verdict: Verdict | None = None) -> Markup:
         return Markup(
-            f'<td data-need-gb="{need_gb}"><span class="need">{escape(self.f.gb(need_gb))}</span>\n{self.offer(choice, verdict)}</td>'
+            f'<td data-need-gb="{self.need_data(need_gb)}"><span class="need">{escape(self.f.gb(need_gb))}</span>\n'
+            f"{self.offer(choice, verdict)}</td>"
         )
 
     def fit_tag(self, comfortable: bool, tokens: int) -> Markup:
@@ -192,7 +201,7 @@ class Rows:
         """The cheapest configuration with its per-GPU need; the one-GPU need when nothing on offer holds it."""
         shown = fit.need.total_bytes_per_gpu / 1e9 if fit else need_gb
         need = "" if fit else f'<span class="need">{escape(self.f.gb(need_gb))}</span>\n'
-        return Markup(f'<td data-need-gb="{shown}">{need}{self.fit_offer(fit, tokens, claim)}</td>')
+        return Markup(f'<td data-need-gb="{self.need_data(shown)}">{need}{self.fit_offer(fit, tokens, claim)}</td>')
 
     # ---- The model page's tables (templates/model.html) ----
 
@@ -339,7 +348,8 @@ class Rows:
                 f"<td>{escape(gb(need.weights_bytes_per_gpu / 1e9))}</td>"
                 f"<td>{escape(gb((need.gradients_bytes_per_gpu + need.optimizer_bytes_per_gpu) / 1e9))}</td>"
                 f"<td>{escape(gb(need.activations_bytes_per_gpu / 1e9))}</td>\n"
-                f'<td data-need-gb="{total}"><span class="need">{escape(gb(total))}</span>{gpus}</td>\n<td>{offer}</td></tr>'
+                f'<td data-need-gb="{self.need_data(total)}"><span class="need">{escape(gb(total))}</span>{gpus}</td>\n'
+                f"<td>{offer}</td></tr>"
             )
 
         return _lines(line(r) for r in t.rows)
