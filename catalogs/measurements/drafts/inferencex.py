@@ -182,12 +182,12 @@ def points_of(row: dict[str, Any], url: str, path: str, where: str) -> list[dict
         entry |= {"quote": quote, "url": url, "notes": "; ".join(notes)}
         if int(row.get("num_prefill_gpu") or tp) != tp:
             entry["notes"] += (
-                f"; doubtful: num_prefill_gpu {row['num_prefill_gpu']} is the app's tp x ep default, more GPUs than one "
+                f"; Doubtful: num_prefill_gpu {row['num_prefill_gpu']} is the app's tp x ep default, more GPUs than one "
                 f"node holds; process_result.py divides by tp, so {tp} GPUs are taken"
             )
             entry["doubtful"] = True
         if check == "ttft" and conc > 1:
-            entry["notes"] += f"; doubtful: TTFT at concurrency {conc} includes queueing behind other prefills"
+            entry["notes"] += f"; Doubtful: TTFT at concurrency {conc} includes queueing behind other prefills"
             entry["doubtful"] = True
         out.append(entry)
 
