@@ -86,7 +86,9 @@ def model_of(raw: dict) -> Model:
         Experts(experts, int(raw["experts_active"]), int(raw["expert_width"]), moe.get("shared", 0), moe.get("denseLayers", 0))
         if experts
         else None,
-        State(state["kind"], state["layers"], state["conv"], state["recurrent"], state.get("recurrentBytes", 0)) if state else None,
+        State(state["kind"], state["layers"], state["conv"], state["recurrent"], state.get("recurrentBytes", 0), state.get("mlpLayers", 0))
+        if state
+        else None,
     )
     return compute_calculator.custom_model(float(raw["params"]), arch, extra["vision"])
 

@@ -270,10 +270,12 @@ def test_at_least_40_measured_points_with_sources_and_coverage():
         "concurrency": False,
     }
     # issue 23's new kinds: llama.cpp's recurrent buffer in 3 logs of 3 threads, vLLM's concurrency for Gated DeltaNet
-    # (2 runs), chunked local attention (1 run) and DeepSeek sparse attention (GLM-5.1, 1 run), and the KV of the
-    # attention layers alone in 2 hybrid logs
+    # (2 runs), Mamba-2 (Nemotron-H: 2 engines of one job), chunked local attention (1 run) and DeepSeek sparse attention
+    # (GLM-5.1, 1 run), and the KV of the attention layers alone in 2 hybrid logs
     assert len(by_check["state"]) == 3 and len({row.url for row in by_check["state"]}) == 3
     assert sorted(row.point for row in by_check["concurrency"]) == [
+        "vllm-cascade2-30b-a3b-nvfp4-h100-mamba2-async",
+        "vllm-cascade2-30b-a3b-nvfp4-h100-mamba2-sync",
         "vllm-glm-5.1-fp8-tp8-h200-dsa",
         "vllm-llama4-scout-tp8-h200-chunked",
         "vllm-qwen36-35b-a3b-nvfp4-5090-club3090-612",

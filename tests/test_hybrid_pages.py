@@ -1,7 +1,7 @@
-"""Issue 23's models on the pages: a hybrid, chunked local attention and sparse MLA with multi-token prediction,
+"""Issue 23's models on the pages: two hybrids, chunked local attention and sparse MLA with multi-token prediction,
 each with its own paragraph in every language, and no English word left on the other languages' pages.
 
-The project is the golden fixture's (3 models, 102 pages) with the three entries of tests/fixtures/models-2026.yaml
+The project is the golden fixture's (3 models, 102 pages) with the four entries of tests/fixtures/models-2026.yaml
 appended to its models.yaml, built once for the module.
 """
 
@@ -56,6 +56,24 @@ def test_a_hybrid_s_page_says_which_layers_keep_a_state_and_which_cache_per_toke
         "entrées d’une convolution et une matrice récurrente, soit 64\u202f389\u202f120 octets pour ces couches dans les types "
         "de données où vLLM les garde, quel que soit le contexte. Seules les 10 autres couches gardent des clés et des "
         "valeurs, 20\u202f480 octets par token en 16 bits."
+    )
+
+
+def test_a_mamba_2_hybrid_says_its_mlp_only_blocks_cache_nothing(site: Path):
+    # Nemotron-H: 23 Mamba-2 layers of 18,432 x 2 + 524,288 x 4 bytes (FP32 recurrent state), 23 MoE blocks alone and
+    # 6 attention layers of 2 x 2 KV heads x 128 x 2 bytes
+    assert paragraph(site / "en/models/nemotron-3-nano-30b-a3b/index.html", "23 of its 52 layers") == (
+        "23 of its 52 layers are Mamba-2 layers: each keeps a fixed state per request, the last inputs of a convolution "
+        "and a recurrent matrix, 49,082,368 bytes over those layers in the dtypes vLLM keeps them in, whatever the "
+        "context. 23 more are MLP or mixture-of-experts blocks, which keep nothing per request; only the remaining 6 "
+        "layers cache keys and values, 6,144 bytes per token at 16 bits."
+    )
+    assert paragraph(site / "fr/modeles/nemotron-3-nano-30b-a3b/index.html", "23 de ses 52 couches") == (
+        "23 de ses 52 couches sont des couches Mamba-2\u202f: chacune garde un état fixe par requête, les dernières entrées "
+        "d’une convolution et une matrice récurrente, soit 49\u202f082\u202f368 octets pour ces couches dans les types de "
+        "données où vLLM les garde, quel que soit le contexte. 23 autres sont des blocs MLP ou de mélange d’experts, qui "
+        "ne gardent rien par requête\u202f; seules les 6 couches restantes gardent des clés et des valeurs, 6\u202f144 octets "
+        "par token en 16 bits."
     )
 
 

@@ -414,6 +414,22 @@ def test_a_hybrid_s_state_block_is_read_and_checked(root):
     ]
 
 
+def test_a_hybrid_s_mlp_only_layers_must_leave_attention_layers(root):
+    """Nemotron-H's MLP and MoE blocks hold neither attention nor a state: with the state layers they leave the rest."""
+    edit(
+        root / MODELS,
+        "    attention: {kind: full}\n    vocab: 128256\n",
+        "    attention: {kind: full}\n    state: {kind: mamba2, layers: 16, conv: 8, recurrent: 64, mlp_layers: 16}\n    vocab: 128256\n",
+    )
+    line = line_of(root / MODELS, "kind: mamba2")
+    assert problems(root) == [
+        f"catalogs/models.yaml:{line}: llama-3.1-8b: state.mlp_layers: 16 state and 16 MLP-only layers leave no attention layer of 32"
+    ]
+    edit(root / MODELS, "mlp_layers: 16}", "mlp_layers: 15}")
+    model = next(m for m in gather(options_for(root), now=NOW).catalog.models if m.id == "llama-3.1-8b")
+    assert (model.arch.state.mlp_layers, model.arch.attention_layers) == (15, 1)
+
+
 def test_chunked_attention_names_its_local_layers(root):
     edit(
         root / MODELS,

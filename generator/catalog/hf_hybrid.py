@@ -24,6 +24,9 @@ NEMOTRON_HYBRIDS = ("nemotron_h",)
 # Qwen3.5's recurrent state dtype (mamba_ssm_dtype), which vLLM 0.33.0 takes for its state cache
 # (Qwen3_5ForConditionalGenerationConfig, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/config.py#L953-L977).
 STATE_DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}
+# Nemotron-H's recurrent state dtype: the config's mamba_ssm_cache_dtype, float32 where it names none
+# (NemotronHForCausalLMConfig, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/config.py#L812-L839).
+NEMOTRON_STATE_DTYPE = "float32"
 
 
 class Layers:
@@ -147,7 +150,10 @@ def count_nemotron(f: Fields, kind: str, hidden: int, layers: int, heads: int, k
         else:
             mixer = {"M": mamba, "*": attention, "-": 2 * hidden * f.count("intermediate_size")}[item]
             counted.add(mixer + hidden)
-    state = State("mamba2", pattern.count("M"), (kernel - 1) * conv, mamba_heads * mamba_dim * state_size)
+    ssm = f.get("mamba_ssm_cache_dtype", NEMOTRON_STATE_DTYPE)  # as Qwen's mamba_ssm_dtype: another name is the model's
+    recurrent, dtype = mamba_heads * mamba_dim * state_size, STATE_DTYPES.get(ssm, 0) if isinstance(ssm, str) else 0
+    mlp_only = pattern.count("-") + pattern.count("E")  # blocks with neither attention nor a state
+    state = State("mamba2", pattern.count("M"), (kernel - 1) * conv, recurrent, dtype, mlp_only)
     return counted, Attention(), state, experts, head_dim
 
 

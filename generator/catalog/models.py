@@ -40,7 +40,7 @@ ATTENTION_FIELDS = {
 }
 # DSA's indexer: an MLA model without one caches the latent alone; DeepSeek-V2-Lite projects its queries directly.
 OPTIONAL_ATTENTION = ("index_bytes", "q_lora_rank")
-STATE_FIELDS = ("kind", "layers", "conv", "recurrent", "recurrent_bytes")
+STATE_FIELDS = ("kind", "layers", "conv", "recurrent", "recurrent_bytes", "mlp_layers")
 
 
 def read_models(data: Any, path: str, problems: Problems, formats: set[str] | None = None) -> tuple[Model, ...]:
@@ -251,10 +251,15 @@ def read_state(entry: Entry, layers: int | None) -> State | None:
     section.check_keys(STATE_FIELDS)
     kind = section.get("kind", one_of(STATE_KINDS, "state kind"))
     count = section.get("layers", at_most(positive_int, 1_000))
-    if count and layers and count >= layers:
-        section.report(section.data.line_of("layers"), "layers", f"{count} leaves no attention layer of {layers}")
+    mlp = section.get("mlp_layers", _whole_or_zero, required=False, default=0)  # Nemotron-H's blocks without a mixer
+    if count and layers and count + (mlp or 0) >= layers:
+        if mlp:
+            left = f"{count} state and {mlp} MLP-only layers leave no attention layer of {layers}"
+            section.report(section.data.line_of("mlp_layers"), "mlp_layers", left)
+        else:
+            section.report(section.data.line_of("layers"), "layers", f"{count} leaves no attention layer of {layers}")
     conv = section.get("conv", at_most(positive_int, 10**9), required=False, default=0)  # lightning attention has none
     recurrent = section.get("recurrent", at_most(positive_int, 10**12))
     dtype = section.get("recurrent_bytes", _state_dtype, required=False, default=0)
     entry.failed = entry.failed or section.failed
-    return None if section.failed else State(kind, count, conv, recurrent, dtype or 0)
+    return None if section.failed else State(kind, count, conv, recurrent, dtype or 0, mlp or 0)

@@ -479,6 +479,7 @@ def draft_entry(
         state = {"kind": arch.state.kind, "layers": arch.state.layers, **({"conv": arch.state.conv} if arch.state.conv else {})}
         state["recurrent"] = arch.state.recurrent  # lightning attention keeps no convolution: models.yaml leaves conv out
         state.update({"recurrent_bytes": arch.state.recurrent_bytes} if arch.state.recurrent_bytes else {})
+        state.update({"mlp_layers": arch.state.mlp_layers} if arch.state.mlp_layers else {})
         fields.append(("state", state))
     if model.vision_params_b:
         fields.append(("vision_params_b", round(model.vision_params_b, 6)))

@@ -158,6 +158,7 @@ def counting_file() -> PresetFiles:
         "mla": list(hf_config.MLA),
         "sparseMla": list(hf_mla.SPARSE_MLA),
         "stateDtypes": hf_hybrid.STATE_DTYPES,
+        "nemotronStateDtype": hf_hybrid.NEMOTRON_STATE_DTYPE,
         "stateKinds": list(STATE_KINDS),
         "qkvBias": list(hf_config.QKV_BIAS),
         "qkNorm": list(hf_config.QK_NORM),
@@ -341,7 +342,8 @@ def state_data(state: State | None) -> dict | None:
     if state is None:
         return None
     found = {"kind": state.kind, "layers": state.layers, "conv": state.conv, "recurrent": state.recurrent}
-    return {**found, "recurrentBytes": state.recurrent_bytes} if state.recurrent_bytes else found
+    found |= {"recurrentBytes": state.recurrent_bytes} if state.recurrent_bytes else {}
+    return found | ({"mlpLayers": state.mlp_layers} if state.mlp_layers else {})
 
 
 def experts_data(experts: Experts | None) -> dict | None:

@@ -51,6 +51,7 @@ class State:
     conv: int  # elements of one layer's convolution state per sequence
     recurrent: int  # elements of one layer's recurrent state per sequence
     recurrent_bytes: int = 0  # bytes per recurrent element when the config fixes its dtype (mamba_ssm_dtype), else 0
+    mlp_layers: int = 0  # further layers with neither attention nor a state: an MLP or MoE block alone (Nemotron-H's - and E)
 
 
 FULL_ATTENTION = Attention()
@@ -86,8 +87,8 @@ class Architecture:
 
     @property
     def attention_layers(self) -> int:
-        """The layers that cache keys and values per token (all but a hybrid's state layers)."""
-        return self.layers - (self.state.layers if self.state else 0)
+        """The layers that cache keys and values per token (all but a hybrid's state layers and MLP-only blocks)."""
+        return self.layers - (self.state.layers + self.state.mlp_layers if self.state else 0)
 
 
 # What a licence lets a reader do, in the words the pages translate: an open-source licence

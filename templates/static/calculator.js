@@ -48,7 +48,8 @@
   // last group and keeps every layer on every GPU; llama.cpp gives each GPU whole layers, the busiest its rounded-up share.
   function cacheSlots(data, arch, runtime, gpus) {
     var state = arch.state ? arch.state.layers : 0, local = windowed(arch.attention) ? arch.attention.slidingLayers : 0;
-    var counts = [arch.layers - state - local, local, state], present = counts.filter(Boolean);
+    var others = arch.state ? arch.state.mlpLayers || 0 : 0;  // Nemotron-H's MLP-only blocks: no cache at all
+    var counts = [arch.layers - state - others - local, local, state], present = counts.filter(Boolean);
     var small = Math.min.apply(null, present), large = Math.max.apply(null, present);
     var group = present.length < 2 || large < data.deployment.hybridGroupRatio * small ? large : small;
     return counts.map(function (n) { return runtime === "llama.cpp" ? Math.ceil(n / gpus) : Math.ceil(n / group) * group; });

@@ -317,8 +317,13 @@
       if (item === "E") counted.add(count * expert + fixed + hidden, active * expert + fixed + hidden);
       else counted.add(mixers[item] + hidden);
     });
-    var mambaLayers = items.filter(function (item) { return item === "M"; }).length;
-    counted.state = { kind: "mamba2", layers: mambaLayers, conv: (kernel - 1) * conv, recurrent: mambaHeads * mambaDim * size };
+    var count = function (kind) { return items.filter(function (item) { return item === kind; }).length; };
+    var ssm = f.get("mamba_ssm_cache_dtype") === null ? k.nemotronStateDtype : f.get("mamba_ssm_cache_dtype");
+    var bytes = typeof ssm === "string" && has(k.stateDtypes, ssm) ? k.stateDtypes[ssm] : 0;  // as Qwen's mamba_ssm_dtype
+    counted.state = { kind: "mamba2", layers: count("M"), conv: (kernel - 1) * conv, recurrent: mambaHeads * mambaDim * size };
+    if (bytes) counted.state.recurrentBytes = bytes;
+    var mlpOnly = count("-") + count("E");  // blocks with neither attention nor a state
+    if (mlpOnly) counted.state.mlpLayers = mlpOnly;
     return counted;
   }
 
@@ -442,7 +447,7 @@
   // that cannot be honoured (bounded as a config.json's counts are); null without one.
   var EXTRA_LIMITS = { window: "max_context", slidingLayers: "max_layers", latent: "max_hidden", rank: "max_hidden", vDim: "max_head_dim", qLora: "max_hidden", fused: "max_layers",
     indexBytes: "max_hidden", shared: "max_experts", denseLayers: "max_layers", layers: "max_layers", conv: "max_state",
-    recurrent: "max_state" };
+    recurrent: "max_state", mlpLayers: "max_layers" };
   var RECURRENT_BYTES = [0, 2, 4];  // the model's dtype, or 16 or 32 bits (models.yaml's state.recurrent_bytes)
 
   function quoted(list) { return list.map(function (item) { return JSON.stringify(item); }); }
@@ -486,13 +491,15 @@
     var state = { kind: s.kind, layers: f.count("layers"), conv: f.count("conv", 0, 0), recurrent: f.count("recurrent") };  // lightning: no conv
     if (RECURRENT_BYTES.indexOf(bytes) < 0) throw ["extraChoice", { field: "state.recurrentBytes", kinds: RECURRENT_BYTES, value: shown(k, bytes) }];
     if (bytes) state.recurrentBytes = bytes;
+    var mlpOnly = f.count("mlpLayers", 0, 0);  // Nemotron-H's blocks without a mixer
+    if (mlpOnly) state.mlpLayers = mlpOnly;
     return state;
   }
 
   // What extra= says against the layers the fields give: an error, never a silent replacement.
   function against(extra, layers) {
-    var state = extra.state ? extra.state.layers : 0;
-    if (state >= layers) return ["leavesNoAttention", { field: "state.layers", value: state, layers: layers }];
+    var state = extra.state ? extra.state.layers + (extra.state.mlpLayers || 0) : 0;
+    if (state >= layers) return ["leavesNoAttention", { field: extra.state.mlpLayers ? "state.mlpLayers" : "state.layers", value: state, layers: layers }];
     if (extra.attention.slidingLayers > layers - state) {
       return ["moreThanLayers", { field: "attention.slidingLayers", value: extra.attention.slidingLayers, layers: layers - state }];
     }
@@ -507,7 +514,7 @@
   function ggufBytes(data, s, fmt) {
     var g = counting(data).gguf, a = s.arch, h = a.hidden, at = a.attention, e = a.experts, list = [];
     var add = function (role, layer, row, rows, routed) { list.push([role, layer, row, rows, routed]); };
-    var q = a.heads * a.headDim, kv = a.kvHeads * a.headDim, attention = a.layers - (a.state ? a.state.layers : 0);
+    var q = a.heads * a.headDim, kv = a.kvHeads * a.headDim, attention = a.layers - (a.state ? a.state.layers + (a.state.mlpLayers || 0) : 0);
     add(a.tied ? "output" : "token_embd", -1, h, a.vocab);  // tied embeddings take the output head's rule
     if (!a.tied) add("output", -1, h, a.vocab);
     for (var l = 0; l < (a.state && g.unlaid.indexOf(a.state.kind) >= 0 ? 0 : a.layers); l++) {
