@@ -147,8 +147,8 @@ def test_model_page_shows_the_fine_tune_table(built_site):
     ) in html
     assert (
         '<span class="config">1 × B300</span> <span class="price">$4.60 per hour</span> <span class="comfortable">'
-        "comfortable: with the allocator&#39;s 15% reserve, 158.4\xa0GB of 288.4\xa0GB, at least 10% free</span>; "
-        'cheapest: <span class="config">8 × L40S, sharded with ZeRO-3</span>'
+        "comfortable: with the allocator&#39;s 15% reserve, 158.4\xa0GB of 288.4\xa0GB, at least 10% free</span>\n"
+        '<span>cheapest:</span><span class="config">8 × L40S, sharded with ZeRO-3</span>'
     ) in html
 
 

@@ -73,6 +73,10 @@ def test_the_sizing_guide_splits_comfortable_and_tight_per_card(built_site):
     assert "14B Qwen2.5 14B (Instruct) AWQ 4-bit and GGUF Q4_K_M FP8 BF16, FP8, AWQ 4-bit, and GGUF Q4_K_M —" in words
     spanish = text(built_site, "es/guias/dimensionar-inferencia", "Formatos que caben", "</table>")
     assert "cabe con holgura cabe justo" in spanish
+    # an empty cell is a dash, without the tag's colours (issue 25: empty cells wore the yellow "tight" pill)
+    page = (built_site / "en/guides/inference-sizing/index.html").read_text()
+    assert '<td class="tight">—</td>' not in page and '<td class="comfortable">—</td>' not in page
+    assert '<td>—</td><td class="tight">AWQ 4-bit</td>' in page
 
 
 def test_no_figure_beyond_the_native_context_and_the_page_says_why(built_site):

@@ -341,7 +341,8 @@ class Rows:
                 offer = self.held_offer(smallest)
                 if r.cheapest is not None and r.cheapest.configuration != smallest.configuration:
                     cheapest = _("cheapest:")
-                    offer = f"{offer}; {cheapest} {self.held_offer(r.cheapest)}"  # str, not Markup: no second escaping
+                    # its own line, as every part of a cell is (td span: display block): no line starting with "; "
+                    offer = f"{offer}\n<span>{cheapest}</span>{self.held_offer(r.cheapest)}"  # str, not Markup: no second escaping
             total = need.total_bytes_per_gpu / 1e9
             return (
                 f'<tr><th scope="row">{self.column_label("fine_tuning", r.method)}</th><td>{escape(self.f.number(r.micro_batch))}</td>\n'
