@@ -20,7 +20,8 @@ from gpumem.catalog.validate import Invalid
 from gpumem.records.catalog import Attention, Experts
 
 GEMMA4 = ("gemma4",)
-GLOBAL_HEAD_DIM = 512  # Gemma4TextConfig's default global_head_dim
+HEAD_DIM = 256  # Gemma4TextConfig's default head_dim
+GLOBAL_HEAD_DIM = 512  # and global_head_dim
 SLIDING_WINDOW = 512  # and sliding_window
 PER_LAYER_INPUT = 256  # and hidden_size_per_layer_input
 PATTERN = 6  # its default layer_types: five sliding layers, then one full
@@ -49,7 +50,7 @@ def count_gemma4(f: Fields, kind: str, hidden: int, layers: int, heads: int, kv_
     refuse(f, "hidden_size_per_layer_input", 0, PER_LAYER_INPUT)
     refuse(f, "num_kv_shared_layers", 0, 0)
     refuse(f, "attention_bias", False, False)
-    head_dim, global_dim = f.count("head_dim", 256), f.count("global_head_dim", GLOBAL_HEAD_DIM)
+    head_dim, global_dim = f.count("head_dim", HEAD_DIM), f.count("global_head_dim", GLOBAL_HEAD_DIM)
     k_eq_v = switch(f.config, "attention_k_eq_v", False)
     global_kv = f.count("num_global_key_value_heads", kv_heads) if k_eq_v and f.get("num_global_key_value_heads") is not None else kv_heads
     if heads % global_kv:
