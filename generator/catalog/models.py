@@ -92,7 +92,8 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
         if kept_attention and attention.kind == "mla":
             entry.report(item.line_of("repos"), "repos", "kept: attention is counted for grouped-query attention, not MLA")
         if kept_attention and attention.global_head_dim:
-            entry.report(item.line_of("repos"), "repos", "kept: attention is counted for layers of one size, not Gemma 4's full layers of their own")
+            problem = "kept: attention is counted for layers of one size, not Gemma 4's full layers of their own"
+            entry.report(item.line_of("repos"), "repos", problem)
         if not entry.failed:
             arch = Architecture(layers, heads, kv_heads, attention=attention, **shape)
             models.append(Model(id=model_id, params_b=params, active_params_b=active, arch=arch, **fields))
