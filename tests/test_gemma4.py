@@ -26,6 +26,7 @@ from gpumem.engines import memory
 from gpumem.records.catalog import Attention, Experts
 
 from .project import CATALOGS, REPO
+from .test_estimate import filled, gpumem
 
 CONFIGS = REPO / "tests/fixtures/hf_configs"
 CATALOG = load_catalog(CATALOGS)
@@ -136,3 +137,17 @@ def test_per_layer_embeddings_left_out_of_the_config_are_transformers_default_an
     del variant["text_config"]["hidden_size_per_layer_input"]
     with pytest.raises(Invalid, match=r"^hidden_size_per_layer_input: expected 0, got 256 "):
         count(variant, LIMITS)
+
+
+def test_models_add_drafts_the_full_layers_own_kv_heads_and_the_catalog_keeps_them(tmp_path):
+    import shutil
+
+    done = gpumem("models", "add", str(CONFIGS / "gemma-4-26b-a4b.json"), "--catalogs", str(CATALOGS), "--id", "gemma-4-copy")
+    assert done.returncode == 0, done.stderr
+    attention = '    attention: {kind: "sliding", window: 1024, sliding_layers: 25, global_kv_heads: 2, global_head_dim: 512}'
+    assert attention in done.stdout.splitlines()
+    shutil.copytree(CATALOGS, tmp_path / "catalogs")
+    models = tmp_path / "catalogs/models.yaml"
+    models.write_text(models.read_text().rstrip("\n") + "\n" + filled(done.stdout))
+    checked = gpumem("estimate", "--catalogs", str(tmp_path / "catalogs"), "--model", "gemma-4-copy", "--json", "--context", "32768")
+    assert json.loads(checked.stdout)["kv_bytes_per_token_per_gpu"] == 5 * 2 * 2 * 512 * 2 + 25 * 2 * 8 * 256 * 2

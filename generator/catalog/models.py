@@ -33,7 +33,7 @@ MODEL_FIELDS = (
 ).split()
 EXPERT_FIELDS = ("count", "active", "intermediate", "shared", "dense_layers")
 ATTENTION_FIELDS = {
-    "full": ("kind",),
+    "full": ("kind", "global_kv_heads", "global_head_dim"),
     "sliding": ("kind", "window", "sliding_layers", "global_kv_heads", "global_head_dim"),
     "chunked": ("kind", "window", "sliding_layers"),
     "mla": ("kind", "kv_lora_rank", "qk_rope_head_dim", "q_lora_rank", "v_head_dim", "index_bytes"),

@@ -252,7 +252,7 @@ def model_row(m: Model, formats: Mapping[str, WeightFormat]) -> list:
     # Left out when they say nothing: untied embeddings, full attention, no experts, no vision tower (the script's defaults).
     if m.arch.tied_embeddings:
         extra["tied"] = True
-    if a.kind != "full" or a.fused_qkv:
+    if a.kind != "full" or a.fused_qkv or a.global_head_dim:
         extra["attention"] = {
             "kind": a.kind,
             "window": a.window,
