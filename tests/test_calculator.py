@@ -382,6 +382,7 @@ def test_pasted_configs_count_like_python(scripts: Scripts):
             **({"indexBytes": att.index_bytes} if att.index_bytes else {}),
             **({"qLora": att.q_lora_rank} if att.q_lora_rank else {}),
             **({"fused": 1} if att.fused_qkv else {}),
+            **({"globalKvHeads": att.global_kv_heads, "globalHeadDim": att.global_head_dim} if att.global_head_dim else {}),
         }, path.name
         assert a["experts"] == compute_calculator_data.experts_data(arch.experts), path.name
         assert a["state"] == compute_calculator_data.state_data(arch.state), path.name
@@ -727,14 +728,16 @@ def numbers(model: Model) -> tuple:
 
 def test_the_hybrid_presets_give_the_python_cache(scripts: Scripts):
     """Presets of each new kind, drafted from the fixture's published configs as models add drafts them (the fixture
-    catalog has none), as their files would hold them: the state and the indexer key reach the script, whose cache per
-    GPU is deployment.py's on vLLM and llama.cpp."""
+    catalog has none), as their files would hold them: the state, the indexer key and Gemma 4's full layers' own KV
+    heads reach the script, whose cache per GPU is deployment.py's on vLLM and llama.cpp."""
     names = (
         "qwen3-next-80b-a3b-thinking",
         "qwen3.5-27b",
         "nemotron-3-nano-30b-a3b-bf16",
         "llama-4-scout-17b-16e-instruct",
         "deepseek-v3.2",
+        "gemma-4-31b-it-nvfp4",
+        "gemma-4-26b-a4b",
     )
     configs = {name: json.loads((REPO / "tests/fixtures/hf_configs" / f"{name}.json").read_text()) for name in names}
     models = [model_from_config(config, LIMITS, name, name, "https://huggingface.co") for name, config in configs.items()]
@@ -752,8 +755,9 @@ def test_the_hybrid_presets_give_the_python_cache(scripts: Scripts):
         need = deployment.deployment(DEPLOY, model, DEPLOY.weight_formats[weights], DEPLOY.kv_formats[kv], gpus, 40_000, 3, LARGE)
         assert state == compute_calculator_data.state_data(model.arch.state), model.id
         assert attention.get("indexBytes", 0) == model.arch.attention.index_bytes, model.id
+        assert attention.get("globalHeadDim", 0) == model.arch.attention.global_head_dim, model.id
         assert cache == pytest.approx(need.kv_cache_bytes_per_gpu, rel=1e-12, abs=0), (model.id, weights, gpus)
-    assert {m.arch.attention.kind for m in models} == {"full", "chunked", "mla"} and {
+    assert {m.arch.attention.kind for m in models} == {"full", "chunked", "mla", "sliding"} and {
         m.arch.state.kind for m in models if m.arch.state
     } == {
         "gated-deltanet",

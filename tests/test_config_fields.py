@@ -28,7 +28,7 @@ CONFIGS = REPO / "tests/fixtures/hf_configs"
 LIMITS = load_catalog(CATALOGS).rules.calculator_limits
 ARCHITECTURES = (
     "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma2, gemma3, phi3, deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, "
-    "glm_moe_dsa, gpt_oss, qwen3_next, qwen3_5, qwen3_5_moe, nemotron_h, llama4, minimax_m2, kimi_linear, minimax_m1"
+    "glm_moe_dsa, gpt_oss, qwen3_next, qwen3_5, qwen3_5_moe, nemotron_h, llama4, minimax_m2, kimi_linear, minimax_m1, gemma4"
 )
 
 
@@ -189,6 +189,30 @@ HOSTILE = {
             vision_config={**config("llama-4-scout-17b-16e-instruct")["vision_config"], "patch_size": 1000},
         ),
         "vision_config.patch_size: 1,000 is more than vision_config.image_size (336)",
+    ),
+    "Gemma 4 with per-layer embeddings (E2B, E4B)": (
+        nested("gemma-4-31b-it-nvfp4", hidden_size_per_layer_input=256),
+        "hidden_size_per_layer_input: expected 0, got 256 (gpumem counts Gemma 4 without per-layer embeddings, shared key-value layers or attention biases)",
+    ),
+    "Gemma 4 with shared key-value layers": (
+        nested("gemma-4-31b-it-nvfp4", num_kv_shared_layers=20),
+        "num_kv_shared_layers: expected 0, got 20 (gpumem counts Gemma 4 without per-layer embeddings, shared key-value layers or attention biases)",
+    ),
+    "Gemma 4 with attention biases written as text": (
+        nested("gemma-4-31b-it-nvfp4", attention_bias="false"),
+        'attention_bias: expected false, got "false" (gpumem counts Gemma 4 without per-layer embeddings, shared key-value layers or attention biases)',
+    ),
+    "Gemma 4 full layers of 3 KV heads for 32 heads": (
+        nested("gemma-4-31b-it-nvfp4", num_global_key_value_heads=3),
+        "num_global_key_value_heads: 3 does not divide num_attention_heads (32)",
+    ),
+    "Gemma 4 choosing more experts than it has": (
+        nested("gemma-4-26b-a4b", top_k_experts=200),
+        "top_k_experts: 200 is more than the 128 experts",
+    ),
+    "a Gemma 4 vision tower with attention biases": (
+        config("gemma-4-26b-a4b", vision_config={**config("gemma-4-26b-a4b")["vision_config"], "attention_bias": True}),
+        "vision_config.attention_bias: expected false, got true (gpumem counts Gemma 4 without per-layer embeddings, shared key-value layers or attention biases)",
     ),
 }
 

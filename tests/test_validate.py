@@ -440,3 +440,22 @@ def test_chunked_attention_names_its_local_layers(root):
     assert problems(root) == [
         f"catalogs/models.yaml:{line}: llama-3.1-8b: attention.sliding_layers: missing field (expected a positive integer)"
     ]
+
+
+def test_a_release_keeping_attention_at_16_bits_is_refused_for_full_layers_of_their_own_size(root):
+    """kept_params counts every attention layer at one size: Gemma 4's full layers of their own are refused."""
+    edit(
+        root / MODELS,
+        "    attention: {kind: sliding, window: 1024, sliding_layers: 52}\n",
+        "    attention: {kind: sliding, window: 1024, sliding_layers: 52, global_kv_heads: 4, global_head_dim: 256}\n",
+    )
+    edit(
+        root / MODELS,
+        "      bf16: {repo: google/gemma-3-27b-it, source: https://huggingface.co/google/gemma-3-27b-it}\n",
+        "      bf16: {repo: google/gemma-3-27b-it, source: https://huggingface.co/google/gemma-3-27b-it, kept: [attention]}\n",
+    )
+    line = line_of(root / MODELS, "kept: [attention]") - 1
+    assert problems(root) == [
+        f"catalogs/models.yaml:{line}: gemma-3-27b: repos: kept: attention is counted for layers of one size, "
+        "not Gemma 4's full layers of their own"
+    ]

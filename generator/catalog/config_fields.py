@@ -84,6 +84,10 @@ FIELD_LIMITS = {
     "projector_input_dim": "max_intermediate",
     "projector_output_dim": "max_intermediate",
     "vision_output_dim": "max_intermediate",
+    "global_head_dim": "max_head_dim",
+    "num_global_key_value_heads": "max_heads",
+    "top_k_experts": "max_experts",
+    "position_embedding_size": "max_context",
 }
 # A number is shown as written up to this many digits (JavaScript's numbers are exact below 2^53), past it by size.
 SHOWN_DIGITS = 15

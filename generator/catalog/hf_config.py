@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpumem.catalog import hf_hybrid
+from gpumem.catalog import hf_gemma4, hf_hybrid
 from gpumem.catalog.config_fields import Fields, layer_types, shown, switch
 from gpumem.catalog.hf_mla import mla
 from gpumem.catalog.validate import Invalid
@@ -43,7 +43,11 @@ ARCHITECTURES = (
     "minimax_m2",
     "kimi_linear",
     "minimax_m1",
+    "gemma4",
 )
+# The model types counted layer by layer (hf_hybrid, hf_gemma4), and their own vision towers.
+COUNTERS = {**hf_hybrid.COUNTERS, **dict.fromkeys(hf_gemma4.GEMMA4, hf_gemma4.count_gemma4)}
+TOWERS = {**hf_hybrid.TOWERS, **dict.fromkeys(hf_gemma4.GEMMA4, hf_gemma4.gemma4_vision)}
 MLA = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa")
 QKV_BIAS = ("qwen2",)
 QK_NORM = ("qwen3", "qwen3_moe", "gemma3")
@@ -90,8 +94,8 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
     tied = switch(config, "tie_word_embeddings", kind in FOUR_NORMS)
     embeddings = vocab * hidden * (1 if tied else 2)
     state, mtp = None, 0
-    if kind in hf_hybrid.COUNTERS:
-        layered, attention, state, experts, head_dim = hf_hybrid.COUNTERS[kind](f, kind, hidden, layers, heads, kv_heads)
+    if kind in COUNTERS:
+        layered, attention, state, experts, head_dim = COUNTERS[kind](f, kind, hidden, layers, heads, kv_heads)
         params = embeddings + layered.params + hidden
         active = embeddings + layered.active + hidden if experts else None
         intermediate = f.count("intermediate_size", experts.intermediate if experts else None)
@@ -119,7 +123,7 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
             mtp = _deepseek_mtp(f, attention_params + norms, experts, mlp - experts.dense_layers * 3 * hidden * intermediate, vocab, hidden)
     arch = Architecture(layers, heads, kv_heads, head_dim, attention, hidden, vocab, tied, intermediate, experts, state)
     context = f.count("max_position_embeddings", f.count("model_max_length", 4096))  # Kimi Linear gives the second only
-    vision = hf_hybrid.TOWERS.get(kind, _vision)(config.get("vision_config"), hidden, limits)
+    vision = TOWERS.get(kind, _vision)(config.get("vision_config"), hidden, limits)
     _within_params(params + vision, limits)
     return Counted(params, active, arch, context, _release(config), vision, mtp)
 

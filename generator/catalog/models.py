@@ -33,13 +33,14 @@ MODEL_FIELDS = (
 ).split()
 EXPERT_FIELDS = ("count", "active", "intermediate", "shared", "dense_layers")
 ATTENTION_FIELDS = {
-    "full": ("kind",),
-    "sliding": ("kind", "window", "sliding_layers"),
+    "full": ("kind", "global_kv_heads", "global_head_dim"),
+    "sliding": ("kind", "window", "sliding_layers", "global_kv_heads", "global_head_dim"),
     "chunked": ("kind", "window", "sliding_layers"),
     "mla": ("kind", "kv_lora_rank", "qk_rope_head_dim", "q_lora_rank", "v_head_dim", "index_bytes"),
 }
 # DSA's indexer: an MLA model without one caches the latent alone; DeepSeek-V2-Lite projects its queries directly.
-OPTIONAL_ATTENTION = ("index_bytes", "q_lora_rank")
+# Gemma 4's full layers keep their own KV heads and head size beside its sliding layers'.
+OPTIONAL_ATTENTION = ("index_bytes", "q_lora_rank", "global_kv_heads", "global_head_dim")
 STATE_FIELDS = ("kind", "layers", "conv", "recurrent", "recurrent_bytes", "mlp_layers")
 
 
@@ -90,6 +91,9 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
         kept_attention = any("attention" in repo.kept for repo in fields["repos"].values())
         if kept_attention and attention.kind == "mla":
             entry.report(item.line_of("repos"), "repos", "kept: attention is counted for grouped-query attention, not MLA")
+        if kept_attention and attention.global_head_dim:
+            problem = "kept: attention is counted for layers of one size, not Gemma 4's full layers of their own"
+            entry.report(item.line_of("repos"), "repos", problem)
         if not entry.failed:
             arch = Architecture(layers, heads, kv_heads, attention=attention, **shape)
             models.append(Model(id=model_id, params_b=params, active_params_b=active, arch=arch, **fields))

@@ -92,32 +92,36 @@ def kept_params(arch: Architecture, parts: tuple[str, ...]) -> int:
 
 
 def valid_tensor_parallel(arch: Architecture, gpus: int) -> bool:
-    """vLLM's check: heads split evenly, and KV heads split evenly or are replicated whole."""
-    return arch.heads % gpus == 0 and (arch.kv_heads % gpus == 0 or gpus % arch.kv_heads == 0)
+    """vLLM's check: heads split evenly, and each kind of layer's KV heads split evenly or are replicated whole
+    (Gemma4Attention asserts it for its full layers' own KV heads too,
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/gemma4.py#L383-L392)."""
+    return arch.heads % gpus == 0 and all(n % gpus == 0 or gpus % n == 0 for n in (arch.kv_heads, memory.full_layer_kv(arch)[0]))
 
 
 def valid_gpu_counts(arch: Architecture, counts: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(n for n in counts if valid_tensor_parallel(arch, n))
 
 
-def kv_heads_per_gpu(arch: Architecture, gpus: int) -> float:
-    """KV heads each GPU holds: split, or one replicated head each when there are more GPUs than heads."""
-    return max(1.0, arch.kv_heads / gpus)
+def kv_heads_per_gpu(arch: Architecture, gpus: int, full: bool = False) -> float:
+    """KV heads each GPU holds (a full-attention layer's, when `full`): split, or one replicated head each when
+    there are more GPUs than heads."""
+    return max(1.0, (memory.full_layer_kv(arch)[0] if full else arch.kv_heads) / gpus)
 
 
-def kv_elements_per_token_layer(arch: Architecture, gpus: int) -> float:
-    """Cache elements one layer keeps per token on one GPU; MLA's latent is whole on every GPU."""
+def kv_elements_per_token_layer(arch: Architecture, gpus: int, full: bool = False) -> float:
+    """Cache elements one layer (a full-attention one, when `full`: Gemma 4's own dimensions) keeps per token on one
+    GPU; MLA's latent is whole on every GPU."""
     if arch.attention.kind == "mla":
         return arch.attention.kv_lora_rank + arch.attention.qk_rope_head_dim
-    return 2 * kv_heads_per_gpu(arch, gpus) * arch.head_dim
+    return 2 * kv_heads_per_gpu(arch, gpus, full) * (memory.full_layer_kv(arch)[1] if full else arch.head_dim)
 
 
-def kv_bytes_per_token_layer(arch: Architecture, kv: KvFormat, gpus: int) -> float:
+def kv_bytes_per_token_layer(arch: Architecture, kv: KvFormat, gpus: int, full: bool = False) -> float:
     """Bytes one attention layer keeps per token on one GPU: its keys and values in the KV format, and DSA's
     indexer key, 8-bit values and a 4-byte scale per 128, whole on every GPU (DeepseekV32IndexerCache,
     https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v2.py#L638-L665 and
     #L726-L736; vLLM puts it in the layers' one group, UniformTypeKVCacheSpecs, so it costs its own bytes)."""
-    return kv_elements_per_token_layer(arch, gpus) * kv.bytes + arch.attention.index_bytes
+    return kv_elements_per_token_layer(arch, gpus, full) * kv.bytes + arch.attention.index_bytes
 
 
 def layer_slots(arch: Architecture, runtime: str) -> tuple[int, int, int]:
@@ -151,8 +155,9 @@ def group_size(arch: Architecture) -> int:
     return large if len(present) < 2 or large < 1.5 * small else small
 
 
-def gpu_cache_share(arch: Architecture, kv: KvFormat, runtime: str, gpus: int) -> tuple[float, tuple[int, int, int]]:
-    """What one GPU of `gpus` caches: the bytes per token and attention layer, and the full, windowed and state layer slots.
+def gpu_cache_share(arch: Architecture, kv: KvFormat, runtime: str, gpus: int) -> tuple[tuple[float, float], tuple[int, int, int]]:
+    """What one GPU of `gpus` caches: the bytes per token of a full-attention and of a windowed layer (one figure
+    twice but for Gemma 4), and the full, windowed and state layer slots.
 
     vLLM's tensor parallelism splits the KV heads (and a state layer's heads) and keeps every layer on every GPU.
     llama.cpp's default split mode, LLAMA_SPLIT_MODE_LAYER ("split layers and KV across GPUs", llama.h; common/common.h sets
@@ -160,16 +165,18 @@ def gpu_cache_share(arch: Architecture, kv: KvFormat, runtime: str, gpus: int) -
     gives each GPU whole layers with all their KV heads: on equal cards the busiest holds the rounded-up share of each kind of layer.
     """
     slots = layer_slots(arch, runtime)
+    split = 1 if runtime == "llama.cpp" else gpus
+    per_token = kv_bytes_per_token_layer(arch, kv, split, full=True), kv_bytes_per_token_layer(arch, kv, split)
     if runtime != "llama.cpp":
-        return kv_bytes_per_token_layer(arch, kv, gpus), slots
+        return per_token, slots
     full, local, state = (math.ceil(n / gpus) for n in slots)
-    return kv_bytes_per_token_layer(arch, kv, 1), (full, local, state)
+    return per_token, (full, local, state)
 
 
 def kv_bytes_per_token_per_gpu(arch: Architecture, kv: KvFormat, gpus: int, runtime: str = "vllm") -> float:
     """Cache bytes per token on one GPU while every attention layer grows (how vLLM counts its cache in tokens)."""
-    per_token, (full, local, _) = gpu_cache_share(arch, kv, runtime, gpus)
-    return per_token * (full + local)
+    (full_token, local_token), (full, local, _) = gpu_cache_share(arch, kv, runtime, gpus)
+    return full_token * full + local_token * local
 
 
 def sliding_tokens(arch: Architecture, tokens: int, batch_tokens: int = 0, runtime: str = "vllm") -> int:
@@ -263,12 +270,12 @@ def kv_cache_bytes_per_gpu(
     or vLLM's reservation when `batch_tokens` (max_num_batched_tokens) is given (see sliding_tokens). A hybrid's
     requests each hold their state (state_cache_bytes_per_gpu), and vLLM rounds its attention layers' tokens up
     to whole blocks of the hybrid's block size (block_tokens)."""
-    per_token, (full, local, _) = gpu_cache_share(arch, kv, runtime, gpus)
+    (full_token, local_token), (full, local, _) = gpu_cache_share(arch, kv, runtime, gpus)
     held = sliding_tokens(arch, tokens, batch_tokens, runtime) if local else 0
     if arch.state is not None and runtime != "llama.cpp":
         block = block_tokens(arch, kv, gpus, paging)
         tokens, held = block * math.ceil(tokens / block), block * math.ceil(held / block)
-    attention = per_token * (full * tokens + local * held) * sequences
+    attention = (full_token * full * tokens + local_token * local * held) * sequences
     return attention + state_cache_bytes_per_gpu(arch, kv, sequences, gpus, runtime, paging)
 
 
@@ -284,13 +291,31 @@ def concurrency(
     get_kv_cache_config_from_groups,
     https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/core/kv_cache_utils.py#L1061-L1093,
     https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/core/kv_cache_planning.py#L642-L670)."""
-    block = block_tokens(arch, kv, gpus, paging) if arch.state else VLLM_BLOCK
     group = group_size(arch)
     full, local, state = (slots // group for slots in layer_slots(arch, "vllm"))
-    num_blocks = free // (group * block * kv_bytes_per_token_layer(arch, kv, gpus))
+    if arch.state:
+        full_block = local_block = block_tokens(arch, kv, gpus, paging)
+        page = full_block * kv_bytes_per_token_layer(arch, kv, gpus)
+    else:
+        full_block, local_block, page = page_blocks(arch, kv, gpus)
+    num_blocks = free // (group * page)
     local_tokens = sliding_tokens(arch, max_model_len, batch_tokens) if local else 0
-    per_request = full * math.ceil(max_model_len / block) + local * math.ceil(local_tokens / block) + state * paging.blocks
+    per_request = full * math.ceil(max_model_len / full_block) + local * math.ceil(local_tokens / local_block) + state * paging.blocks
     return num_blocks / per_request
+
+
+def page_blocks(arch: Architecture, kv: KvFormat, gpus: int) -> tuple[int, int, float]:
+    """vLLM's blocks of full-attention and windowed layers, in tokens, and their one page size in bytes. Every page
+    holds VLLM_BLOCK tokens of the kind that caches most per token; where the two kinds differ (Gemma 4), the
+    other's block grows to fill the same page when its page divides it, else its page is padded
+    (unify_kv_cache_spec_page_size,
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/core/kv_cache_planning.py#L346-L405)."""
+    full, local, _ = layer_counts(arch)
+    sizes = [VLLM_BLOCK * kv_bytes_per_token_layer(arch, kv, gpus, kind) for kind, n in ((True, full), (False, local)) if n]
+    page = max(sizes)
+    full_size, local_size = (VLLM_BLOCK * kv_bytes_per_token_layer(arch, kv, gpus, kind) for kind in (True, False))
+    full_block, local_block = (VLLM_BLOCK * int(page // size) if page % size == 0 else VLLM_BLOCK for size in (full_size, local_size))
+    return full_block, local_block, page
 
 
 @functools.cache
@@ -301,12 +326,12 @@ def longest_context(
     (at least 1): kv_cache_bytes_per_gpu's own arithmetic, searched by halves (its per-token factor worked out
     once when the model keeps no state)."""
     full, local, _ = layer_slots(arch, runtime)
-    per_token = kv_bytes_per_token_layer(arch, kv, 1)
+    full_token, local_token = kv_bytes_per_token_layer(arch, kv, 1, full=True), kv_bytes_per_token_layer(arch, kv, 1)
 
     def held(tokens: int) -> float:
         if arch.state is not None:
             return kv_cache_bytes_per_gpu(arch, kv, tokens, 1, 1, runtime, batch_tokens, paging)
-        return per_token * (full * tokens + (local * sliding_tokens(arch, tokens, batch_tokens, runtime) if local else 0))
+        return full_token * full * tokens + (local_token * local * sliding_tokens(arch, tokens, batch_tokens, runtime) if local else 0)
 
     low, high = 1, limit
     while low < high:

@@ -29,25 +29,36 @@ def rule_of_thumb_gb(params_b: float, bytes_per_param: float, margin: float) -> 
 STATE_BYTES = 2
 
 
-def kv_elements_per_token_layer(arch: Architecture) -> int:
-    """Elements one layer caches per token: K and V per KV head, or MLA's latent."""
+def full_layer_kv(arch: Architecture) -> tuple[int, int]:
+    """The KV heads and head size of the full-attention layers: Gemma 4's own (num_global_key_value_heads,
+    global_head_dim) beside its sliding layers', else the model's."""
+    return arch.attention.global_kv_heads or arch.kv_heads, arch.attention.global_head_dim or arch.head_dim
+
+
+def kv_elements_per_token_layer(arch: Architecture, full: bool = False) -> int:
+    """Elements one layer caches per token: K and V per KV head (a full-attention layer's, when `full`, with
+    Gemma 4's own dimensions), or MLA's latent. vLLM 0.33.0 keeps Gemma 4's K and V apart even where
+    attention_k_eq_v projects them with one matrix (its V is K's projection without RoPE, normed apart;
+    Gemma4Attention.forward, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/gemma4.py#L521-L553)."""
     if arch.attention.kind == "mla":
         return arch.attention.kv_lora_rank + arch.attention.qk_rope_head_dim
-    return 2 * arch.kv_heads * arch.head_dim
+    kv_heads, head_dim = full_layer_kv(arch) if full else (arch.kv_heads, arch.head_dim)
+    return 2 * kv_heads * head_dim
 
 
-def kv_bytes_per_token_layer(arch: Architecture, kv_bytes: float) -> float:
+def kv_bytes_per_token_layer(arch: Architecture, kv_bytes: float, full: bool = False) -> float:
     """Bytes one attention layer caches per token: its keys and values, and DSA's indexer key (stored apart, in 8 bits)."""
-    return kv_elements_per_token_layer(arch) * kv_bytes + arch.attention.index_bytes
+    return kv_elements_per_token_layer(arch, full) * kv_bytes + arch.attention.index_bytes
 
 
-def cached_layer_tokens(arch: Architecture, tokens: int) -> int:
-    """Layer-tokens held for one sequence: sliding-window and chunked layers keep at most their window."""
+def cached_layer_tokens(arch: Architecture, tokens: int) -> tuple[int, int]:
+    """Layer-tokens held for one sequence by the full-attention layers and by the sliding-window or chunked
+    layers, which keep at most their window."""
     layers = arch.attention_layers
     if arch.attention.windowed:
         local = arch.attention.sliding_layers
-        return (layers - local) * tokens + local * min(tokens, arch.attention.window)
-    return layers * tokens
+        return (layers - local) * tokens, local * min(tokens, arch.attention.window)
+    return layers * tokens, 0
 
 
 def state_layer_bytes(state: State) -> int:
@@ -63,7 +74,9 @@ def state_bytes(arch: Architecture, gpus: int = 1) -> float:
 
 def kv_cache_bytes(arch: Architecture, kv_bytes: float, tokens: int, sequences: int = 1) -> float:
     """Key-value cache of `sequences` concurrent requests of `tokens` tokens each, with each one's fixed state."""
-    return (kv_bytes_per_token_layer(arch, kv_bytes) * cached_layer_tokens(arch, tokens) + state_bytes(arch)) * sequences
+    full, local = cached_layer_tokens(arch, tokens)
+    cache = kv_bytes_per_token_layer(arch, kv_bytes, full=True) * full + kv_bytes_per_token_layer(arch, kv_bytes) * local
+    return (cache + state_bytes(arch)) * sequences
 
 
 def kv_cache_gb(arch: Architecture, kv_bytes: float, tokens: int, sequences: int = 1) -> float:
@@ -72,7 +85,8 @@ def kv_cache_gb(arch: Architecture, kv_bytes: float, tokens: int, sequences: int
 
 def kv_bytes_per_token(arch: Architecture, kv_bytes: float) -> float:
     """Cache bytes per token of context while every attention layer still grows (before any window fills)."""
-    return kv_bytes_per_token_layer(arch, kv_bytes) * arch.attention_layers
+    full, local = cached_layer_tokens(arch, 1)
+    return kv_bytes_per_token_layer(arch, kv_bytes, full=True) * full + kv_bytes_per_token_layer(arch, kv_bytes) * local
 
 
 def full_fine_tuning_gb(params_b: float, bytes_per_param: float) -> float:

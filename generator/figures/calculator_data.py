@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpumem.catalog import config_fields, hf_config, hf_hybrid, hf_mla
+from gpumem.catalog import config_fields, hf_config, hf_gemma4, hf_hybrid, hf_mla
 from gpumem.engines import architecture, deployment, gguf, launch, llamacpp, memory
 from gpumem.engines.sizing import Configuration
 from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, SECONDS_PER_HOUR
@@ -178,6 +178,13 @@ def counting_file() -> PresetFiles:
             "unlaid": list(gguf.UNLAID),
         },
         "fusedQkv": list(gguf.FUSED_QKV),
+        "gemma4": {
+            "headDim": hf_gemma4.HEAD_DIM,
+            "globalHeadDim": hf_gemma4.GLOBAL_HEAD_DIM,
+            "slidingWindow": hf_gemma4.SLIDING_WINDOW,
+            "perLayerInput": hf_gemma4.PER_LAYER_INPUT,
+            "pattern": hf_gemma4.PATTERN,
+        },
     }
     return PresetFiles(compact_json(counting).encode())
 
@@ -246,7 +253,7 @@ def model_row(m: Model, formats: Mapping[str, WeightFormat]) -> list:
     # Left out when they say nothing: untied embeddings, full attention, no experts, no vision tower (the script's defaults).
     if m.arch.tied_embeddings:
         extra["tied"] = True
-    if a.kind != "full" or a.fused_qkv:
+    if a.kind != "full" or a.fused_qkv or a.global_head_dim:
         extra["attention"] = {
             "kind": a.kind,
             "window": a.window,
@@ -256,6 +263,7 @@ def model_row(m: Model, formats: Mapping[str, WeightFormat]) -> list:
             **({"qLora": a.q_lora_rank} if a.q_lora_rank else {}),
             **({"fused": 1} if a.fused_qkv else {}),
             **({"indexBytes": a.index_bytes} if a.index_bytes else {}),
+            **({"globalKvHeads": a.global_kv_heads, "globalHeadDim": a.global_head_dim} if a.global_head_dim else {}),
         }
     if m.arch.experts:
         extra["experts"] = experts_data(m.arch.experts)

@@ -27,6 +27,10 @@ class Attention:
     q_lora_rank: int = 0  # MLA: the queries' low rank, 0 where they are projected directly (DeepSeek-V2-Lite)
     v_head_dim: int = 0  # MLA: each head's value width (its key width is head_dim)
     fused_qkv: bool = False  # one query-key-value matrix, as llama.cpp converts Phi-3 and Phi-4 (engines/gguf.FUSED_QKV)
+    # Gemma 4: the full-attention layers' own KV heads and head size beside a sliding kind's (num_global_key_value_heads,
+    # global_head_dim), 0 where they are the model's kv_heads and head_dim
+    global_kv_heads: int = 0
+    global_head_dim: int = 0
 
     @property
     def windowed(self) -> bool:

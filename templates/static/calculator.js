@@ -27,18 +27,25 @@
     return null;
   }
 
+  // memory.full_layer_kv: the full-attention layers' KV heads and head size, Gemma 4's own or the model's.
+  function fullLayerKv(arch) {
+    return [arch.attention.globalKvHeads || arch.kvHeads, arch.attention.globalHeadDim || arch.headDim];
+  }
+
   function validTensorParallel(arch, gpus) {
-    return arch.heads % gpus === 0 && (arch.kvHeads % gpus === 0 || gpus % arch.kvHeads === 0);
+    return arch.heads % gpus === 0 && [arch.kvHeads, fullLayerKv(arch)[0]].every(function (n) { return n % gpus === 0 || gpus % n === 0; });
   }
 
-  function kvElements(arch, gpus) {
+  function kvElements(arch, gpus, full) {
     if (arch.attention.kind === "mla") return arch.attention.latent;
-    return 2 * Math.max(1, arch.kvHeads / gpus) * arch.headDim;
+    var dims = full ? fullLayerKv(arch) : [arch.kvHeads, arch.headDim];
+    return 2 * Math.max(1, dims[0] / gpus) * dims[1];
   }
 
-  // deployment.kv_bytes_per_token_layer: keys and values in the KV format, and DSA's indexer key, whole on every GPU.
-  function kvLayerBytes(arch, kv, gpus) {
-    return kvElements(arch, gpus) * kv.bytes + (arch.attention.indexBytes || 0);
+  // deployment.kv_bytes_per_token_layer: keys and values in the KV format (a full-attention layer's when `full`), and
+  // DSA's indexer key, whole on every GPU.
+  function kvLayerBytes(arch, kv, gpus, full) {
+    return kvElements(arch, gpus, full) * kv.bytes + (arch.attention.indexBytes || 0);
   }
 
   function windowed(a) { return (a.kind === "sliding" || a.kind === "chunked") && a.slidingLayers > 0; }
@@ -191,15 +198,17 @@
         : Math.min(tokens, batchTokens ? (a.kind === "chunked" ? a.window : a.window - 1) + batchTokens : a.window);
     }
     var block = llama ? 1 : blockTokens(data, arch, kv, gpus, paging);
-    var layerTokens = slots[0] * block * Math.ceil(tokens / block) + slots[1] * block * Math.ceil(held / block);
-    return kvLayerBytes(arch, kv, llama ? 1 : gpus) * layerTokens * sequences + stateCache(data, arch, kv, sequences, gpus, runtime, paging);
+    var split = llama ? 1 : gpus, full = slots[0] * block * Math.ceil(tokens / block), local = slots[1] * block * Math.ceil(held / block);
+    var attention = kvLayerBytes(arch, kv, split, true) * full + kvLayerBytes(arch, kv, split) * local;
+    return attention * sequences + stateCache(data, arch, kv, sequences, gpus, runtime, paging);
   }
 
   // Mirrors deployment.deployment: bytes, the whole model's weights and every per-GPU part.
   function deploymentNeed(data, s, fmt, kv, gpus, tokens, sequences, batch) {
     var weights = weightsBytes(data, s, fmt), arch = s.arch, slots = cacheSlots(data, arch, fmt.runtime, gpus);
     var need = { gpus: gpus, weights: weights, weightsPerGpu: weights / gpus,
-      kvPerToken: kvLayerBytes(arch, kv, fmt.runtime === "llama.cpp" ? 1 : gpus) * (slots[0] + slots[1]),
+      kvPerToken: kvLayerBytes(arch, kv, fmt.runtime === "llama.cpp" ? 1 : gpus, true) * slots[0]
+        + kvLayerBytes(arch, kv, fmt.runtime === "llama.cpp" ? 1 : gpus) * slots[1],
       kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime, reservedTokens(data, fmt, batch),
         arch.state && data.deployment.statePaging[arch.state.kind]),
       runtime: runtimeBytes(data, arch, fmt, gpus, batch, tokens, sequences), graph: graphBytes(data, fmt, batch) };

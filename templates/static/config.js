@@ -89,7 +89,7 @@
     if (typeof tied !== "boolean") throw ["configBoolean", { field: "tie_word_embeddings", value: shown(k, tied) }];
     var embeddings = vocab * hidden * (tied ? 1 : 2), params, active, attention, headDim, intermediate, experts, state = null;
     var hybrid = { qwen3_next: countQwen, qwen3_5: countQwen, qwen3_5_moe: countQwen, nemotron_h: countNemotron, llama4: countLlama4,
-      kimi_linear: countKimi, minimax_m1: countMinimaxM1 };
+      kimi_linear: countKimi, minimax_m1: countMinimaxM1, gemma4: countGemma4 };
     if (has(hybrid, kind)) {
       var h = hybrid[kind](k, f, kind, hidden, layers, heads, kvHeads);
       attention = h.attention; state = h.state || null; experts = h.experts; headDim = h.headDim;
@@ -120,7 +120,7 @@
     var arch = { layers: layers, heads: heads, kvHeads: kvHeads, headDim: headDim, attention: attention, hidden: hidden,
       vocab: vocab, tied: tied, intermediate: intermediate, experts: experts, state: state };
     var context = f.count("max_position_embeddings", f.count("model_max_length", k.defaultContext));  // Kimi Linear: the second
-    var tower = { qwen3_5: qwenVision, qwen3_5_moe: qwenVision, llama4: llama4Vision };
+    var tower = { qwen3_5: qwenVision, qwen3_5_moe: qwenVision, llama4: llama4Vision, gemma4: gemma4Vision };
     var vision = (has(tower, kind) ? tower[kind] : countVision)(data, get(config, "vision_config", null), hidden);
     if (params + vision > data.limits.max_params_b * 1e9) {
       throw ["paramsMax", { params: (params + vision) / 1e9, limit: data.limits.max_params_b }];
@@ -433,6 +433,71 @@
     return embedding + depth * layer + mlp * projectIn + projectOut * projectOut + output * textHidden;
   }
 
+  // config_fields.switch: a JSON boolean, `fallback` when left out.
+  function flag(k, config, name, fallback) {
+    var value = get(config, name, fallback);
+    if (typeof value !== "boolean") throw ["configBoolean", { field: name, value: shown(k, value) }];
+    return value;
+  }
+
+  // hf_gemma4.refuse: a feature the count leaves out, refused unless the config gives its neutral value.
+  function gemma4Refuse(k, f, name, expected, fallback) {
+    var value = get(f.config, name, fallback);
+    if (value !== expected) throw ["gemma4Field", { field: name, expected: shown(k, expected), value: shown(k, value) }];
+  }
+
+  // hf_gemma4.count_gemma4: sliding layers beside full-attention layers of their own head size (and, with
+  // attention_k_eq_v, their own KV heads and no v_proj), four norms and a dense MLP in every layer, and with
+  // enable_moe_block a router, routed experts and three more norms beside it.
+  function countGemma4(k, f, kind, hidden, layers, heads, kvHeads) {
+    var g = k.gemma4, m = k.gatedMatrices;
+    gemma4Refuse(k, f, "hidden_size_per_layer_input", 0, g.perLayerInput);
+    gemma4Refuse(k, f, "num_kv_shared_layers", 0, 0);
+    gemma4Refuse(k, f, "attention_bias", false, false);
+    var headDim = f.count("head_dim", g.headDim), globalDim = f.count("global_head_dim", g.globalHeadDim);
+    var kEqV = flag(k, f.config, "attention_k_eq_v", false);
+    var globalKv = kEqV && f.get("num_global_key_value_heads") !== null ? f.count("num_global_key_value_heads", kvHeads) : kvHeads;
+    if (heads % globalKv) throw ["globalKvDivide", { kv_heads: globalKv, heads: heads }];
+    var sliding = 2 * hidden * heads * headDim + 2 * hidden * kvHeads * headDim + 2 * headDim;
+    var full = 2 * hidden * heads * globalDim + (kEqV ? 1 : 2) * hidden * globalKv * globalDim + 2 * globalDim;
+    var dense = m * hidden * f.count("intermediate_size"), experts = null, count, active, width, router;
+    if (flag(k, f.config, "enable_moe_block", false)) {
+      count = f.count("num_experts"); active = f.count("top_k_experts");
+      if (active > count) throw ["topKExperts", { active: active, count: count }];
+      width = f.count("moe_intermediate_size");
+      router = hidden * count + hidden + count + 3 * hidden;  // proj, scale, per_expert_scale; and the three norms
+      experts = { count: count, active: active, intermediate: width, shared: 0, denseLayers: 0 };
+    }
+    var types = layerTypes(k, f, layers), counted = layered(headDim);
+    if (types === null) types = Array.from({ length: layers }, function (_, i) { return (i + 1) % g.pattern ? "sliding_attention" : "full_attention"; });
+    types = types.slice(0, -1).concat(["full_attention"]);  // the last layer is always full
+    types.forEach(function (item) {
+      counted.add((item === "full_attention" ? full : sliding) + dense + 4 * hidden);
+      if (experts) counted.add(router + count * m * hidden * width, router + active * m * hidden * width);
+    });
+    var local = types.filter(function (item) { return item === "sliding_attention"; }).length;
+    var window = f.count("sliding_window", g.slidingWindow);
+    if (f.get("use_bidirectional_attention") === "all") window = Math.floor(window / 2) + 1;
+    var attention = local ? { kind: "sliding", window: window, slidingLayers: local, latent: 0 } : Object.assign({}, FULL);
+    if (globalKv !== kvHeads || globalDim !== headDim) { attention.globalKvHeads = globalKv; attention.globalHeadDim = globalDim; }
+    counted.attention = attention; counted.experts = experts;
+    return counted;
+  }
+
+  // hf_gemma4.gemma4_vision: a patch projection, a two-axis table of positions, layers of attention with q and k
+  // norms and a gated MLP without biases, and the embedder into the text width.
+  function gemma4Vision(data, vision, textHidden) {
+    if (!isDict(vision)) return 0;
+    var k = counting(data), f = fields(data, vision, "vision_config.");
+    var width = f.count("hidden_size"), mlp = f.count("intermediate_size"), depth = f.count("num_hidden_layers");
+    var patch = f.count("patch_size"), positions = f.count("position_embedding_size"), headDim = f.count("head_dim");
+    if (flag(k, vision, "attention_bias", false)) {
+      throw ["gemma4Field", { field: "vision_config.attention_bias", expected: "false", value: "true" }];
+    }
+    var layer = 4 * width * width + 2 * headDim + 3 * width * mlp + 4 * width;
+    return 3 * patch * patch * width + 2 * positions * width + depth * layer + width * textHidden;
+  }
+
   function countRelease(k, config) {
     var quantization = get(config, "quantization_config", null);
     if (isDict(quantization)) {
@@ -446,7 +511,7 @@
   // Links keep what a pasted config.json says beyond the fields (extra=, as JSON): {extra}, or {error} naming the value
   // that cannot be honoured (bounded as a config.json's counts are); null without one.
   var EXTRA_LIMITS = { window: "max_context", slidingLayers: "max_layers", latent: "max_hidden", rank: "max_hidden", vDim: "max_head_dim", qLora: "max_hidden", fused: "max_layers",
-    indexBytes: "max_hidden", shared: "max_experts", denseLayers: "max_layers", layers: "max_layers", conv: "max_state",
+    indexBytes: "max_hidden", globalKvHeads: "max_heads", globalHeadDim: "max_head_dim", shared: "max_experts", denseLayers: "max_layers", layers: "max_layers", conv: "max_state",
     recurrent: "max_state", mlpLayers: "max_layers" };
   var RECURRENT_BYTES = [0, 2, 4];  // the model's dtype, or 16 or 32 bits (models.yaml's state.recurrent_bytes)
 
@@ -473,7 +538,7 @@
     var f = fields(data, a, "attention.", EXTRA_LIMITS), count = function (name) { return f.count(name, null, 0); };
     var attention = { kind: a.kind, window: count("window"), slidingLayers: count("slidingLayers"), latent: count("latent") };
     if (a.kind === "mla") { attention.rank = count("rank"); attention.vDim = count("vDim"); }
-    ["qLora", "fused"].forEach(function (name) { var n = f.count(name, 0, 0); if (n) attention[name] = n; });
+    ["qLora", "fused", "globalKvHeads", "globalHeadDim"].forEach(function (name) { var n = f.count(name, 0, 0); if (n) attention[name] = n; });
     var index = a.kind === "mla" ? f.count("indexBytes", 0, 0) : 0;  // DSA's indexer key, left out without one
     if (index) attention.indexBytes = index;
     var vision = get(e, "vision", null), most = data.limits.max_params_b;
