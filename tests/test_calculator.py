@@ -647,7 +647,8 @@ def test_keyboard_alone_drives_the_calculator(calculator: Page):
     fits = len(python_serving(raw_state(last.id, "serve", last.release, "bf16", 1, 8192)).fits)
     # After the fields: the rent link of each configuration shown (five at most), the show-all button, the link.
     listed = ["rent"] * min(fits, 5) + (["calc-more"] if fits > 5 else [])
-    speed = ["prompt", "output", "sort", "calc-method"]  # the lengths, the order and the speed method's link
+    # the lengths, the results' heading (a link to itself, as every heading with an id), the order, the speed method's link
+    speed = ["prompt", "output", "#calc-options-heading", "sort", "calc-method"]
     expected = [
         *compute_calculator.ARCH_FIELDS,
         "config",
@@ -663,7 +664,12 @@ def test_keyboard_alone_drives_the_calculator(calculator: Page):
     ]
     for _ in expected:
         calculator.keyboard.press("Tab")
-        order.append(calculator.evaluate("document.activeElement.name || document.activeElement.id || document.activeElement.className"))
+        order.append(
+            calculator.evaluate(
+                "document.activeElement.name || document.activeElement.id || document.activeElement.className"
+                " || document.activeElement.getAttribute('href')"
+            )
+        )
     assert order == expected
     calculator.locator('[name="batch"]').focus()
     calculator.keyboard.press("Control+a")

@@ -128,13 +128,10 @@ def test_script_json_escapes_each_character():
 
 def test_the_hostile_marketplace_reads_back_intact(page: Page, hostile_site: str):
     page.goto(f"{hostile_site}/en/models/llama-3.1-8b/")
-    crumbs = page.get_by_role("navigation", name="Breadcrumb")
-    assert crumbs.get_by_role("listitem").first.inner_text() == HOSTILE["marketplace"]
+    assert page.locator("p.snapshot").inner_text().startswith(f"Prices from the {HOSTILE['marketplace']} snapshot of ")
     rent = page.locator("a.rent").first
     assert rent.inner_text() == f"Rent on {HOSTILE['marketplace']}"
     assert rent.get_attribute("href") == HOSTILE_RENT.format(gpu="rtx-3090", count=1)
-    ld = page.evaluate("() => [...document.querySelectorAll('script[type=\"application/ld+json\"]')].map(s => JSON.parse(s.textContent))")
-    assert ld[-1]["itemListElement"][0]["name"] == HOSTILE["marketplace"]
     page.goto(f"{hostile_site}/en/calculator/?model=llama-3.1-8b")
     assert page.locator("#calc-options a.rent").first.get_attribute("href") == HOSTILE_RENT.format(gpu="rtx-3090", count=1)
     assert page.evaluate("() => window.pwned") is None
