@@ -1,7 +1,7 @@
 // Index tables: sort by a column heading, filter rows by name. The tables are complete without it.
 // A cell sorts by its data-value (the raw number) when it has one, else by its text; cells
-// without a value go last either way. The filter matches each row's data-search text and says
-// when no row is left.
+// without a value go last either way. The filter matches each row's first two cells (the name, and
+// the family or vendor) and says when no row is left.
 "use strict";
 document.querySelectorAll("table.sortable").forEach((table) => {
   const body = table.tBodies[0];
@@ -32,7 +32,7 @@ document.querySelectorAll("input[data-filter]").forEach((input) => {
   input.addEventListener("input", () => {
     const words = input.value.toLocaleLowerCase().split(/\s+/).filter(Boolean);
     rows.forEach((row) => {
-      const text = row.dataset.search.toLocaleLowerCase();
+      const text = `${row.cells[0].textContent} ${row.cells[1].textContent}`.toLocaleLowerCase();
       row.hidden = !words.every((word) => text.includes(word));
     });
     document.getElementById(input.dataset.filter + "-none").hidden = rows.some((row) => !row.hidden);
