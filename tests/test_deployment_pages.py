@@ -84,3 +84,16 @@ def test_no_figure_beyond_the_native_context_and_the_page_says_why(built_site):
     assert "Contexts of 8,192, 32,768, and 131,072 tokens are left out: Llama 2 7B was trained for 4,096 tokens at most" in words
     assert "Serving Llama 2 7B at 16 bits, 4,096 tokens, one request" in words
     assert "8,192 tokens" not in words.replace("Contexts of 8,192,", "")
+
+
+def test_a_card_without_fp8_tensor_cores_says_how_vllm_still_runs_fp8_weights(built_site):
+    """Issue 25: the A10's page said "FP8: no" above a filled FP8 column; vLLM 0.33.0 runs FP8 weights below compute
+    capability 8.9 through its weight-only Marlin kernels (rules.yaml support.weights.vllm.fp8.fallback)."""
+    a10 = (built_site / "en/gpus/a10/index.html").read_text()
+    assert "<dt>FP8</dt><dd>no: vLLM runs FP8 weights through its Marlin kernels, stored in 8 bits and computed in 16</dd>" in a10
+    assert "<dt>FP8</dt><dd>yes</dd>" in (built_site / "en/gpus/h100-sxm/index.html").read_text()
+    german = (built_site / "de/gpus/a10/index.html").read_text()
+    assert (
+        "<dt>FP8</dt><dd>nein: vLLM rechnet FP8-Gewichte mit seinen Marlin-Kernels, in 8 Bit gespeichert und in 16 Bit gerechnet</dd>"
+        in german
+    )

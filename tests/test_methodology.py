@@ -160,13 +160,15 @@ def test_every_rules_yaml_source_url_is_linked(built_site):
 def test_links_in_a_source_text():
     found = links_in(
         "Adam (arXiv:1910.02054), see (https://example.org/a/b.html#x); and https://example.org/c, then https://arxiv.org/abs/1910.02054."
-        " A log: https://github.com/o/r/issues/21"
+        " A log: https://github.com/o/r/issues/21, a file https://github.com/o/r/blob/abc/src/x.py#L3 of https://github.com/o/r"
     )
     assert [(link.url, link.label) for link in found] == [
         ("https://example.org/a/b.html#x", "example.org/…/b.html"),
         ("https://example.org/c", "example.org/c"),
         ("https://arxiv.org/abs/1910.02054", "arXiv:1910.02054"),
-        ("https://github.com/o/r/issues/21", "github.com/…/issues/21"),
+        ("https://github.com/o/r/issues/21", "o/r#21"),
+        ("https://github.com/o/r/blob/abc/src/x.py#L3", "o/r/…/x.py"),
+        ("https://github.com/o/r", "o/r"),
     ]
 
 

@@ -55,7 +55,9 @@ class Source:
 
 
 def label(url: str) -> str:
-    """'arXiv:2305.14314', 'docs.vllm.ai/…/fp8.html', 'github.com/…/issues/21' or 'aimultiple.com/gpu-index'."""
+    """'arXiv:2305.14314', 'docs.vllm.ai/…/fp8.html', 'aimultiple.com/gpu-index', and on GitHub the project
+    first, as its readers name it: 'ggml-org/llama.cpp#4766' (an issue or pull request),
+    'vllm-project/vllm/…/cache.py' (a file) or 'XiongjieDai/GPU-Benchmarks-on-LLM-Inference'."""
     paper = re.fullmatch(r"https://arxiv\.org/abs/(\d{4}\.\d{4,5})", url)
     if paper:
         return f"arXiv:{paper.group(1)}"
@@ -63,6 +65,11 @@ def label(url: str) -> str:
     parts = [part for part in path.split("#", 1)[0].split("/") if part]
     if not parts:
         return host
+    if host == "github.com" and len(parts) >= 2:
+        project = f"{parts[0]}/{parts[1]}"
+        if len(parts) == 4 and parts[2] in ("issues", "pull", "discussions") and parts[3].isdigit():
+            return f"{project}#{parts[3]}"
+        return project if len(parts) == 2 else f"{project}/…/{parts[-1]}"
     if len(parts) == 1:
         return f"{host}/{parts[0]}"
     tail = "/".join(parts[-2:]) if parts[-1].isdigit() else parts[-1]  # an issue or pull request: issues/21

@@ -252,6 +252,7 @@ class GpuPage:
     offer: OnOffer | None = None
     formats: tuple[WeightFormat, ...] = ()
     budget_bytes: float = 0.0
+    fp8_via: str = ""  # on a card without FP8 tensor cores, the weight-only kernels vLLM runs FP8 weights through
 
     @functools.cached_property
     def fitting(self) -> tuple[GpuModelRow, ...]:
@@ -312,7 +313,9 @@ def gpu_page(catalog: Catalog, shop: Shop, gpu: Gpu) -> GpuPage:
     formats = tuple(rules.deployment.weight_formats[name] for name in rules.model_formats)
     rows = tuple(GpuModelRow(model, tuple(gpu_fit(catalog, gpu, model, fmt) for fmt in formats)) for model in catalog.models)
     budget = deployment.budget_bytes(rules.deployment, gpu.runtime_bytes)
-    return GpuPage(gpu, shop.markets.get(gpu.id), rows, shop.on_offer(gpu), formats, budget)
+    fp8 = rules.deployment.weight_formats.get("fp8")
+    via = support.fallback(rules.support, fp8.runtime, fp8, gpu) if fp8 is not None and rules.support else ""
+    return GpuPage(gpu, shop.markets.get(gpu.id), rows, shop.on_offer(gpu), formats, budget, via)
 
 
 @dataclass(frozen=True)
