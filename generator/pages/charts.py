@@ -47,14 +47,18 @@ def _y_axis(scale: Callable[[float], float], low: float, high: float, label: Cal
     return parts
 
 
+LABEL_GAP = 13  # user units between two card labels' baselines: the 11-unit text and room between (style.css .chart text)
+
+
 def _card_lines(scale: Callable[[float], float], lines: Sequence[tuple[str, float]], low: float, high: float) -> list[str]:
-    parts = []
-    for name, value in lines:
-        if low <= value <= high:
-            y = scale(value)
-            parts.append(f'<line class="card" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>')
-            parts.append(f'<text class="card-label" x="{WIDTH - RIGHT + 4}" y="{y + 4:.1f}">{escape(name)}</text>')
-    return parts
+    """A dashed line at each card's memory, its name beside it; a name that would overlap the one above moves
+    down until it does not (the line stays at its value)."""
+    parts, labels, last = [], [], -math.inf
+    for name, y in sorted(((name, scale(value)) for name, value in lines if low <= value <= high), key=lambda item: item[1]):
+        parts.append(f'<line class="card" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>')
+        last = max(y + 4, last + LABEL_GAP)
+        labels.append(f'<text class="card-label" x="{WIDTH - RIGHT + 4}" y="{last:.1f}">{escape(name)}</text>')
+    return parts + labels
 
 
 def grouped_bars(
