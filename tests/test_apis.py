@@ -147,14 +147,18 @@ def test_no_file_means_no_price(root):
     assert load_catalog(root / "catalogs", now=NOW).api_prices == ()
 
 
-def test_price_bounds_must_be_in_order(root):
-    edit(root / "catalogs/rules.yaml", "min_usd_per_million: 0.005", "min_usd_per_million: 60")
-    line = next(n for n, text in enumerate((root / "catalogs/rules.yaml").read_text().splitlines(), 1) if "min_usd_per_million" in text)
+def page_rule_problems(root: Path, field: str, old: str, new: str) -> tuple[int, list[str]]:
+    """rules.yaml's api_page with one field's value changed: the field's line and what loading the catalog reports."""
+    edit(root / "catalogs/rules.yaml", f"{field}: {old}", f"{field}: {new}")
+    line = next(n for n, text in enumerate((root / "catalogs/rules.yaml").read_text().splitlines(), 1) if field in text)
     with pytest.raises(BuildError) as raised:
         load_catalog(root / "catalogs", now=NOW)
-    assert raised.value.lines == [
-        f"catalogs/rules.yaml:{line}: rules: api_page.min_usd_per_million: 60 is not less than max_usd_per_million (50)"
-    ]
+    return line, raised.value.lines
+
+
+def test_price_bounds_must_be_in_order(root):
+    line, problems = page_rule_problems(root, "min_usd_per_million", "0.005", "60")
+    assert problems == [f"catalogs/rules.yaml:{line}: rules: api_page.min_usd_per_million: 60 is not less than max_usd_per_million (50)"]
 
 
 # ---- the page's figures (fixture catalogs: 16 requests of 1,000 + 500 tokens) ----
@@ -188,6 +192,30 @@ def test_apis_are_listed_cheapest_at_the_load_first():
     seventy = guide().models[1]
     assert [(o.price.provider, round(o.usd_per_million_at_load, 6)) for o in seventy.apis] == [("Example API", 2.0), ("Other API", 2.7)]
     assert seventy.hosted.fit.configuration.count == 8 and round(seventy.hosted.usd_per_million, 6) == 1.312652
+
+
+def test_a_price_seen_more_than_the_limit_before_the_snapshot_is_marked(root):
+    """rules.yaml api_page.stale_after_days: the fixture snapshot is of 2026-10-31, its prices were seen on
+    2026-10-01 (30 days before) and 2026-09-15 (46 days before)."""
+    assert [(o.price.provider, o.age_days, o.stale) for o in guide().models[1].apis] == [
+        ("Example API", 30, False),
+        ("Other API", 46, False),
+    ]
+    edit(root / "catalogs/rules.yaml", "stale_after_days: 180", "stale_after_days: 40")
+    catalog = load_catalog(root / "catalogs", now=NOW)
+    seventy = api_guide(catalog, Shop(catalog).configurations).models[1]
+    assert [(o.price.provider, o.age_days, o.stale) for o in seventy.apis] == [("Example API", 30, False), ("Other API", 46, True)]
+    shutil.copytree(Path(__file__).resolve().parent.parent / "content", root / "content")
+    build(options_for(root), now=NOW)
+    html = (root / "site" / PAGE).read_text()
+    assert '<td>Sep 15, 2026<span class="tight">seen 46 days before the GPU prices: check the provider&#39;s page</span></td>' in html
+    assert "<td>Oct 1, 2026</td>" in html
+    assert "A price seen more than 40 days before the GPU prices of this page is marked" in html
+
+
+def test_the_limit_is_a_whole_number_of_days(root):
+    line, problems = page_rule_problems(root, "stale_after_days", "180", "half a year")
+    assert problems == [f"catalogs/rules.yaml:{line}: rules: api_page.stale_after_days: expected a positive integer, got 'half a year'"]
 
 
 def test_a_snapshot_in_another_currency_has_no_comparison(root):

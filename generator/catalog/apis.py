@@ -26,7 +26,16 @@ from gpumem.errors import Problems
 from gpumem.records.catalog import ApiPageRules, ApiPrice
 
 FIELDS = ("provider", "model", "input_usd_per_million", "output_usd_per_million", "date", "source", "quantization")
-PAGE_FIELDS = ("concurrency", "prompt_tokens", "output_tokens", "utilisations", "min_usd_per_million", "max_usd_per_million", "source")
+PAGE_FIELDS = (
+    "concurrency",
+    "prompt_tokens",
+    "output_tokens",
+    "utilisations",
+    "min_usd_per_million",
+    "max_usd_per_million",
+    "stale_after_days",
+    "source",
+)
 
 
 def read_api_page(top: Entry, sources: dict[str, str]) -> ApiPageRules | None:
@@ -43,6 +52,7 @@ def read_api_page(top: Entry, sources: dict[str, str]) -> ApiPageRules | None:
         "utilisations": section.get("utilisations", number_list(at_most(positive_number, 1))),
         "min_usd_per_million": section.get("min_usd_per_million", positive_number),
         "max_usd_per_million": section.get("max_usd_per_million", positive_number),
+        "stale_after_days": section.get("stale_after_days", at_most(positive_int, 3650), required=False, default=0),
     }
     low, high = values["min_usd_per_million"], values["max_usd_per_million"]
     if low is not None and high is not None and low >= high:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import date
 
 from gpumem.engines import support
 from gpumem.engines.sizing import Configuration, Fit, deployment_fits
@@ -83,6 +84,8 @@ class ApiOffer:
     usd_per_million_at_load: float
     breakeven_tokens_per_day: float | None = None
     breakeven_utilisation: float | None = None
+    age_days: int = 0  # how long before the GPU snapshot the price was seen
+    stale: bool = False  # seen more than api_page.stale_after_days before it: marked on the page
 
     @property
     def breakeven_million_tokens_per_day(self) -> float | None:
@@ -155,13 +158,16 @@ def cheapest_hosted(catalog: Catalog, model: Model, fmt: WeightFormat, configura
     return min(priced, key=lambda h: (h.usd_per_million, h.fit.configuration.count, h.fit.configuration.gpu.id), default=None)
 
 
-def api_offer(price: ApiPrice, rules: ApiPageRules, hosted: SelfHosted | None) -> ApiOffer:
-    """An API price per million output tokens of the load, and where renting all day breaks even with it."""
+def api_offer(price: ApiPrice, rules: ApiPageRules, hosted: SelfHosted | None, snapshot_day: date) -> ApiOffer:
+    """An API price per million output tokens of the load, where renting all day breaks even with it, and how long
+    before the GPU prices it was seen."""
     at_load = price.output_usd_per_million + price.input_usd_per_million * rules.prompt_tokens / rules.output_tokens
+    age = (snapshot_day - price.date).days
+    stale = bool(rules.stale_after_days) and age > rules.stale_after_days
     if hosted is None:
-        return ApiOffer(price, at_load)
+        return ApiOffer(price, at_load, age_days=age, stale=stale)
     breakeven = hosted.price_per_day / at_load * MILLION
-    return ApiOffer(price, at_load, breakeven, breakeven / hosted.tokens_per_day)
+    return ApiOffer(price, at_load, breakeven, breakeven / hosted.tokens_per_day, age, stale)
 
 
 def api_guide(catalog: Catalog, configurations: Iterable[Configuration]) -> ApiGuide | None:
@@ -180,6 +186,9 @@ def api_guide(catalog: Catalog, configurations: Iterable[Configuration]) -> ApiG
             continue
         fmt = rules.deployment.weight_formats[model.release]
         hosted = cheapest_hosted(catalog, model, fmt, offered)
-        offers = sorted((api_offer(p, rules.api_page, hosted) for p in prices), key=lambda o: (o.usd_per_million_at_load, o.price.provider))
+        day = catalog.snapshot.taken_at.date()
+        offers = sorted(
+            (api_offer(p, rules.api_page, hosted, day) for p in prices), key=lambda o: (o.usd_per_million_at_load, o.price.provider)
+        )
         found.append(ModelComparison(model, fmt, hosted, tuple(offers)))
     return ApiGuide(rules.api_page, tuple(found))

@@ -363,6 +363,7 @@ class ApiPageRules:
     utilisations: tuple[float, ...]
     min_usd_per_million: float
     max_usd_per_million: float
+    stale_after_days: int = 0  # a price seen longer before the GPU snapshot is marked as possibly out of date (0: never)
 
 
 @dataclass(frozen=True)
