@@ -86,3 +86,38 @@ def test_at_a_desk_the_sections_show_on_one_line_without_a_menu_button(browser: 
         boxes = [links.nth(n).bounding_box() for n in range(8)]
         assert max(box["y"] for box in boxes) < min(box["y"] + box["height"] for box in boxes), (lang, boxes)  # one line
     context.close()
+
+
+# Each text of the page's charts: what it says, the size it is drawn at (its font size in the SVG's units times the
+# SVG's scale on screen) and its drawn box.
+CHART_TEXTS = """() => [...document.querySelectorAll('svg.chart text')].map(text => {
+  const box = text.getBoundingClientRect();
+  return [text.textContent, parseFloat(getComputedStyle(text).fontSize) * text.getScreenCTM().a, box.left, box.top, box.right, box.bottom];
+})"""
+CHARTED = (
+    "/es/guias/memoria-gpu/",
+    "/en/guides/gpu-memory/",
+    "/pt/guias/memoria-gpu/",
+    "/fr/guides/memoire-gpu/",
+    "/de/ratgeber/gpu-speicher/",
+)
+
+
+def test_chart_labels_are_drawn_at_11_px_or_more_and_never_overlap(browser: Browser, site_url: str):
+    """Issue 25: on a phone the charts' labels were drawn at 6.2 px; now a chart keeps 640 px and its figure scrolls."""
+    for width in (390, 1280):
+        context = browser.new_context(viewport={"width": width, "height": 844})
+        page = context.new_page()
+        for path in (*CHARTED, "/en/models/llama-3.1-8b/"):
+            page.goto(f"{site_url}{path}")
+            texts = page.evaluate(CHART_TEXTS)
+            assert texts, path
+            assert min(size for _, size, *_ in texts) >= 11, (width, path)
+            overlapping = [
+                (a[0], b[0])
+                for n, a in enumerate(texts)
+                for b in texts[n + 1 :]
+                if a[2] < b[4] and b[2] < a[4] and a[3] < b[5] and b[3] < a[5]
+            ]
+            assert overlapping == [], (width, path)
+        context.close()
