@@ -19,21 +19,14 @@ import math
 import pytest
 
 from gpumem.catalog.hf_config import count
-from gpumem.catalog.inputs import load_catalog
 from gpumem.catalog.validate import Invalid
 from gpumem.engines import deployment as engine
 from gpumem.engines import memory
 from gpumem.records.catalog import Attention, Experts
 
-from .project import CATALOGS, REPO
+from .project import CATALOGS
 from .test_estimate import filled, gpumem
-
-CONFIGS = REPO / "tests/fixtures/hf_configs"
-CATALOG = load_catalog(CATALOGS)
-LIMITS = CATALOG.rules.calculator_limits
-RULES = CATALOG.rules.deployment
-assert RULES is not None
-KV = RULES.kv_formats
+from .test_hybrid import CONFIGS, KV, LIMITS
 
 
 def config(name: str) -> dict:

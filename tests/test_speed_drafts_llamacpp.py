@@ -8,30 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
+from .test_speed_drafts_serving import CHECKS
+from .test_speed_drafts_serving import REQUIRED as SERVING_REQUIRED
+
 DRAFT = Path(__file__).resolve().parent.parent / "catalogs" / "measurements" / "drafts" / "speed_llamacpp.yaml"
 
-REQUIRED = (
-    "id",
-    "engine",
-    "version",
-    "gpu",
-    "gpus",
-    "tensor_parallel",
-    "model",
-    "model_id",
-    "weights",
-    "kv",
-    "concurrency",
-    "prompt_tokens",
-    "output_tokens",
-    "check",
-    "measured",
-    "measured_as",
-    "quote",
-    "url",
-    "notes",
-)
-CHECKS = ("decode", "aggregate", "prefill", "ttft")
+REQUIRED = (*SERVING_REQUIRED, "notes")  # the serving draft's keys, and notes on every point
 
 
 def problems(points: list[dict[str, Any]]) -> list[str]:

@@ -399,13 +399,15 @@ def test_the_release_repository_comes_from_the_source():
     assert sum(len(m.repos) for m in models.values()) == 43
 
 
+def with_architecture(root: Path, lines: str, marker: str) -> int:
+    """Llama 3.1 8B's attention line (32 layers) replaced by `lines`; the line holding `marker`."""
+    edit(root / MODELS, "    attention: {kind: full}\n    vocab: 128256\n", f"{lines}    vocab: 128256\n")
+    return line_of(root / MODELS, marker)
+
+
 def test_a_hybrid_s_state_block_is_read_and_checked(root):
-    edit(
-        root / MODELS,
-        "    attention: {kind: full}\n    vocab: 128256\n",
-        "    attention: {kind: full}\n    state: {kind: rwkv, layers: 32, conv: 0, recurrent: 4096, recurrent_bytes: 3}\n    vocab: 128256\n",
-    )
-    line = line_of(root / MODELS, "kind: rwkv")
+    state = "    state: {kind: rwkv, layers: 32, conv: 0, recurrent: 4096, recurrent_bytes: 3}\n"
+    line = with_architecture(root, "    attention: {kind: full}\n" + state, "kind: rwkv")
     assert problems(root) == [
         f"catalogs/models.yaml:{line}: llama-3.1-8b: state.kind: unknown state kind 'rwkv' (expected gated-deltanet, kda, lightning or mamba2)",
         f"catalogs/models.yaml:{line}: llama-3.1-8b: state.layers: 32 leaves no attention layer of 32",
@@ -416,12 +418,8 @@ def test_a_hybrid_s_state_block_is_read_and_checked(root):
 
 def test_a_hybrid_s_mlp_only_layers_must_leave_attention_layers(root):
     """Nemotron-H's MLP and MoE blocks hold neither attention nor a state: with the state layers they leave the rest."""
-    edit(
-        root / MODELS,
-        "    attention: {kind: full}\n    vocab: 128256\n",
-        "    attention: {kind: full}\n    state: {kind: mamba2, layers: 16, conv: 8, recurrent: 64, mlp_layers: 16}\n    vocab: 128256\n",
-    )
-    line = line_of(root / MODELS, "kind: mamba2")
+    state = "    state: {kind: mamba2, layers: 16, conv: 8, recurrent: 64, mlp_layers: 16}\n"
+    line = with_architecture(root, "    attention: {kind: full}\n" + state, "kind: mamba2")
     assert problems(root) == [
         f"catalogs/models.yaml:{line}: llama-3.1-8b: state.mlp_layers: 16 state and 16 MLP-only layers leave no attention layer of 32"
     ]
@@ -431,12 +429,7 @@ def test_a_hybrid_s_mlp_only_layers_must_leave_attention_layers(root):
 
 
 def test_chunked_attention_names_its_local_layers(root):
-    edit(
-        root / MODELS,
-        "    attention: {kind: full}\n    vocab: 128256\n",
-        "    attention: {kind: chunked, window: 8192}\n    vocab: 128256\n",
-    )
-    line = line_of(root / MODELS, "kind: chunked")
+    line = with_architecture(root, "    attention: {kind: chunked, window: 8192}\n", "kind: chunked")
     assert problems(root) == [
         f"catalogs/models.yaml:{line}: llama-3.1-8b: attention.sliding_layers: missing field (expected a positive integer)"
     ]

@@ -311,9 +311,8 @@ def page_blocks(arch: Architecture, kv: KvFormat, gpus: int) -> tuple[int, int, 
     (unify_kv_cache_spec_page_size,
     https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/core/kv_cache_planning.py#L346-L405)."""
     full, local, _ = layer_counts(arch)
-    sizes = [VLLM_BLOCK * kv_bytes_per_token_layer(arch, kv, gpus, kind) for kind, n in ((True, full), (False, local)) if n]
-    page = max(sizes)
     full_size, local_size = (VLLM_BLOCK * kv_bytes_per_token_layer(arch, kv, gpus, kind) for kind in (True, False))
+    page = max(size for size, layers in ((full_size, full), (local_size, local)) if layers)
     full_block, local_block = (VLLM_BLOCK * int(page // size) if page % size == 0 else VLLM_BLOCK for size in (full_size, local_size))
     return full_block, local_block, page
 

@@ -72,11 +72,15 @@ def state_bytes(arch: Architecture, gpus: int = 1) -> float:
     return arch.state.layers * state_layer_bytes(arch.state) / gpus if arch.state else 0.0
 
 
+def layers_cache_bytes(arch: Architecture, kv_bytes: float, tokens: int) -> float:
+    """Keys and values the attention layers hold for one sequence of `tokens` tokens, each kind of layer at its size."""
+    full, local = cached_layer_tokens(arch, tokens)
+    return kv_bytes_per_token_layer(arch, kv_bytes, full=True) * full + kv_bytes_per_token_layer(arch, kv_bytes) * local
+
+
 def kv_cache_bytes(arch: Architecture, kv_bytes: float, tokens: int, sequences: int = 1) -> float:
     """Key-value cache of `sequences` concurrent requests of `tokens` tokens each, with each one's fixed state."""
-    full, local = cached_layer_tokens(arch, tokens)
-    cache = kv_bytes_per_token_layer(arch, kv_bytes, full=True) * full + kv_bytes_per_token_layer(arch, kv_bytes) * local
-    return (cache + state_bytes(arch)) * sequences
+    return (layers_cache_bytes(arch, kv_bytes, tokens) + state_bytes(arch)) * sequences
 
 
 def kv_cache_gb(arch: Architecture, kv_bytes: float, tokens: int, sequences: int = 1) -> float:
@@ -85,8 +89,7 @@ def kv_cache_gb(arch: Architecture, kv_bytes: float, tokens: int, sequences: int
 
 def kv_bytes_per_token(arch: Architecture, kv_bytes: float) -> float:
     """Cache bytes per token of context while every attention layer still grows (before any window fills)."""
-    full, local = cached_layer_tokens(arch, 1)
-    return kv_bytes_per_token_layer(arch, kv_bytes, full=True) * full + kv_bytes_per_token_layer(arch, kv_bytes) * local
+    return layers_cache_bytes(arch, kv_bytes, 1)
 
 
 def full_fine_tuning_gb(params_b: float, bytes_per_param: float) -> float:

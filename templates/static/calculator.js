@@ -206,9 +206,9 @@
   // Mirrors deployment.deployment: bytes, the whole model's weights and every per-GPU part.
   function deploymentNeed(data, s, fmt, kv, gpus, tokens, sequences, batch) {
     var weights = weightsBytes(data, s, fmt), arch = s.arch, slots = cacheSlots(data, arch, fmt.runtime, gpus);
+    var split = fmt.runtime === "llama.cpp" ? 1 : gpus;  // llama.cpp keeps whole layers, every KV head
     var need = { gpus: gpus, weights: weights, weightsPerGpu: weights / gpus,
-      kvPerToken: kvLayerBytes(arch, kv, fmt.runtime === "llama.cpp" ? 1 : gpus, true) * slots[0]
-        + kvLayerBytes(arch, kv, fmt.runtime === "llama.cpp" ? 1 : gpus) * slots[1],
+      kvPerToken: kvLayerBytes(arch, kv, split, true) * slots[0] + kvLayerBytes(arch, kv, split) * slots[1],
       kv: kvCache(data, arch, kv, tokens, sequences, gpus, fmt.runtime, reservedTokens(data, fmt, batch),
         arch.state && data.deployment.statePaging[arch.state.kind]),
       runtime: runtimeBytes(data, arch, fmt, gpus, batch, tokens, sequences), graph: graphBytes(data, fmt, batch) };
