@@ -382,7 +382,8 @@ def test_pasted_configs_count_like_python(scripts: Scripts):
             **({"indexBytes": att.index_bytes} if att.index_bytes else {}),
             **({"qLora": att.q_lora_rank} if att.q_lora_rank else {}),
             **({"fused": 1} if att.fused_qkv else {}),
-            **({"globalKvHeads": att.global_kv_heads, "globalHeadDim": att.global_head_dim} if att.global_head_dim else {}),
+            **({"globalKvHeads": att.global_kv_heads} if att.global_kv_heads else {}),
+            **({"globalHeadDim": att.global_head_dim} if att.global_head_dim else {}),
         }, path.name
         assert a["experts"] == compute_calculator_data.experts_data(arch.experts), path.name
         assert a["state"] == compute_calculator_data.state_data(arch.state), path.name

@@ -61,7 +61,7 @@ def test_without_k_eq_v_the_full_layers_have_a_value_projection_and_the_sliding_
     del text["layer_types"]  # five sliding then one full, and the last layer full: 6 sliding, 2 full
     found = count(variant, LIMITS)
     assert found.params == 5_505_206_528  # transformers 5.25.0, the same config
-    assert found.arch.attention == Attention("sliding", window=1024, sliding_layers=6, global_kv_heads=16, global_head_dim=512)
+    assert found.arch.attention == Attention("sliding", window=1024, sliding_layers=6, global_head_dim=512)  # no KV heads of their own
 
 
 def test_the_cache_holds_each_kind_of_layer_at_its_own_size():

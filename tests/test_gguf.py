@@ -5,6 +5,7 @@ data, not the catalog)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import gguf as gguf_py
@@ -39,6 +40,17 @@ HYBRID = Architecture(
     experts=Experts(512, 10, 512, 1),
     state=State("gated-deltanet", 36, 24576, 524288),
 )
+# Gemma 4 (text_config of tests/fixtures/hf_configs/gemma-4-31b-it-nvfp4.json and gemma-4-26b-a4b.json, Google's
+# configs as NVIDIA's release and aiconfigurator keep them): in the 31B, 50 sliding layers of 16 KV
+# heads of 256 and 10 full layers of 4 KV heads of 512 whose keys are the values; the 26B-A4B's dense MLP of 2,112
+# beside 128 experts of 704 in each of its 30 layers. Parameters: the language model without the vision tower and its
+# embedder (tests/test_gemma4.py), which llama.cpp converts into a file of its own (mmproj).
+GEMMA4_31B = Architecture(
+    60, 32, 16, 256, Attention("sliding", 1024, 50, global_kv_heads=4, global_head_dim=512), 5376, 262144, True, 21504
+)
+GEMMA4_26B = Architecture(
+    30, 16, 8, 256, Attention("sliding", 1024, 25, global_kv_heads=2, global_head_dim=512), 2816, 262144, True, 2112, Experts(128, 8, 704)
+)
 # Their parameters: the published counts (transformers' count on the meta device, as the catalog's entries).
 PARAMS = {
     "qwen2.5-7b": 7_615_616_512,
@@ -52,6 +64,8 @@ PARAMS = {
     "deepseek-v2-lite": 15_706_484_224,
     "phi-3-mini": 3_821_079_552,
     "qwen3-next-80b-a3b": 79_674_391_296,
+    "gemma-4-31b": 30_697_345_280,
+    "gemma-4-26b-a4b": 25_233_141_760,
 }
 ARCHS = {
     "qwen2.5-7b": QWEN25_7B,
@@ -65,6 +79,8 @@ ARCHS = {
     "deepseek-v2-lite": DEEPSEEK_V2_LITE,
     "phi-3-mini": PHI3_MINI,
     "qwen3-next-80b-a3b": HYBRID,
+    "gemma-4-31b": GEMMA4_31B,
+    "gemma-4-26b-a4b": GEMMA4_26B,
 }
 
 
@@ -105,6 +121,24 @@ def test_qwen2_5_7b_q4_k_m_to_the_byte():
         ("llama-3.1-70b", "Q4_K_M", 39.59, "llama-bench"),
         # llama-bench: "| deepseek2 16B Q4_K - Medium | 9.65 GiB | 15.71 B |" (DeepSeek-Coder-V2-Lite-Instruct-Q4_K_M.gguf)
         ("deepseek-v2-lite", "Q4_K_M", 9.65, "llama-bench"),
+        # https://www.reddit.com/r/LocalLLaMA/comments/1uao1pk/some_llamacpp_b70_sycl_benchmarks/ (build dd4623a74):
+        # "gemma4 26B.A4B Q8_0 25.00 GiB 25.23 B SYCL -1 pp512 1332.35 ± 8.80"
+        ("gemma-4-26b-a4b", "Q8_0", 25.00, "reddit r/LocalLLaMA 1uao1pk"),
+        # https://arkprojects.space/wiki/AMD_GFX906/pcie-lnk-speed, MODEL=unsloth/gemma-4-31B-it-GGUF:Q8_0 (llama.cpp
+        # b9119): "x8 1.0	gemma4 31B Q8_0	30.38 GiB	30.70 B	ROCm	99	2048	tensor	1	pp2048	285.30 ± 0.03"
+        ("gemma-4-31b", "Q8_0", 30.38, "arkprojects.space AMD_GFX906/pcie-lnk-speed"),
+        # "R9700 Benchmark Results (AMD Radeon GFX1201)", llama.cpp build 073bb2c, llama-bench -m
+        # ~/.lmstudio/models/lmstudio-community/gemma-4-31B-it-GGUF/gemma-4-31B-it-Q4_K_M.gguf (and the 26B-A4B's):
+        # "| gemma4 31B Q4_K - Medium       |  17.39 GiB |    30.70 B | ROCm       |  99 |  1 |          pp1024 |"
+        # "| gemma4 26B.A4B Q4_K - Medium   |  15.63 GiB |    25.23 B | ROCm       |  99 |  1 |          pp1024 |"
+        # (a public repository's Markdown, whose repository and address the search index does not give)
+        ("gemma-4-31b", "Q4_K_M", 17.39, "llama-bench 073bb2c, lmstudio-community Q4_K_M"),
+        ("gemma-4-26b-a4b", "Q4_K_M", 15.63, "llama-bench 073bb2c, lmstudio-community Q4_K_M"),
+        # "Measurements, ProArt PX13 — 22 August 2026", llama.cpp b10577 (54ee5ee), gemma-4-31B_q4_0-it.gguf and
+        # gemma-4-26B_q4_0-it.gguf: "| gemma4 31B Q4_0                |  16.42 GiB |    30.70 B | Vulkan     | 999 |"
+        # "| gemma4 26B.A4B Q4_0            |  13.43 GiB |    25.23 B | Vulkan     | 999 |" (likewise without address)
+        ("gemma-4-31b", "Q4_0", 16.42, "llama-bench b10577, q4_0-it"),
+        ("gemma-4-26b-a4b", "Q4_0", 13.43, "llama-bench b10577, q4_0-it"),
     ],
 )
 def test_published_files_to_the_hundredth_of_a_gib(model: str, file_type: str, gib: float, source: str):
@@ -203,6 +237,43 @@ def test_nemotron_h_is_its_embeddings_and_head_then_the_default_type():
     assert size("nemotron-3-nano", "Q4_K_M") == 2688 * 131072 // 32 * (22 + 34) + rest * 22 // 32  # rows of 2,688: Q5_0
 
 
+def test_gemma4_lays_each_layer_at_its_own_shapes():
+    """src/models/gemma4.cpp at 0c1e57098: a full layer's attn_q and attn_output of 32 heads of 512, its attn_k of 4
+    heads of 512 and no attn_v (its keys are the values); a sliding layer's of 256 with an attn_v; the dense MLP in
+    every layer, beside the 26B-A4B's router and experts. 411 matrices in the 31B (60 layers, 50 attn_v, embeddings)."""
+    layout = [(t.role, t.row, t.rows) for t, _ in gguf.typed(GEMMA4_31B, "Q4_K_M") if t.layer in (4, 5)]
+    sliding = [("attn_q", 5376, 8192), ("attn_k", 5376, 4096), ("attn_v", 5376, 4096), ("attn_output", 8192, 5376)]
+    full = [("attn_q", 5376, 16384), ("attn_k", 5376, 2048), ("attn_output", 16384, 5376)]
+    mlp = [("ffn_gate", 5376, 21504), ("ffn_up", 5376, 21504), ("ffn_down", 21504, 5376)]
+    assert layout == sliding + mlp + full + mlp
+    assert [layer for layer in range(60) if gguf.full_layer(GEMMA4_31B, layer)] == list(range(5, 60, 6))
+    assert len(gguf.typed(GEMMA4_31B, "Q4_K_M")) == 411
+    assert sum(1 for t, _ in gguf.typed(GEMMA4_31B, "Q4_K_M") if t.role == "attn_v") == 50
+    # the 26B-A4B: rows of 704 and 2,112 are no multiple of 256, so Q4_K falls back to Q5_0 and Q6_K to Q8_0
+    moe = [(t.role, t.row, t.rows, kind) for t, kind in gguf.typed(GEMMA4_26B, "Q4_K_M") if t.layer == 29]
+    assert moe == [
+        ("attn_q", 2816, 8192, "Q4_K"),
+        ("attn_k", 2816, 1024, "Q4_K"),
+        ("attn_output", 8192, 2816, "Q4_K"),
+        ("ffn_gate", 2816, 2112, "Q4_K"),
+        ("ffn_up", 2816, 2112, "Q4_K"),
+        ("ffn_down", 2112, 2816, "Q8_0"),
+        ("float", 2816, 128, "F32"),
+        ("ffn_gate", 2816, 128 * 704, "Q4_K"),
+        ("ffn_up", 2816, 128 * 704, "Q4_K"),
+        ("ffn_down", 704, 2816 * 128, "Q8_0"),
+    ]
+    # what the matrices leave in F32 is the norms alone: four per layer and the final one, and each layer's q and k norms
+    rest = PARAMS["gemma-4-31b"] - sum(t.rows * t.row for t, _ in gguf.typed(GEMMA4_31B, "Q8_0"))
+    assert rest == 60 * 4 * 5376 + 5376 + 50 * 2 * 256 + 10 * 2 * 512
+
+
+def test_without_k_eq_v_gemma4_s_full_layers_keep_an_attn_v():
+    variant = dataclasses.replace(GEMMA4_31B, attention=Attention("sliding", 1024, 50, global_head_dim=512))
+    full = [(t.role, t.rows) for t, _ in gguf.typed(variant, "Q8_0") if t.layer == 59 and t.role.startswith("attn")]
+    assert full == [("attn_q", 16384), ("attn_k", 8192), ("attn_v", 8192), ("attn_output", 5376)]
+
+
 def test_the_routed_experts_bytes():
     """What a decode step that touches none of a layer's experts does not read (engines/speed.weight_bytes_read)."""
     experts = gguf.expert_bytes(QWEN3_30B, "Q8_0")
@@ -216,6 +287,8 @@ def js_state(arch: Architecture, params: int) -> dict:
     attention: dict = {"kind": a.kind, "window": a.window, "slidingLayers": a.sliding_layers, "latent": a.kv_lora_rank + a.qk_rope_head_dim}
     attention.update({"rank": a.kv_lora_rank, "vDim": a.v_head_dim} if a.kind == "mla" else {})
     attention.update({"qLora": a.q_lora_rank} if a.q_lora_rank else {}, **({"fused": 1} if a.fused_qkv else {}))
+    attention.update({"globalKvHeads": a.global_kv_heads} if a.global_kv_heads else {})
+    attention.update({"globalHeadDim": a.global_head_dim} if a.global_head_dim else {})
     experts = e and {
         "count": e.count,
         "active": e.active,

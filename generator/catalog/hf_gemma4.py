@@ -5,7 +5,9 @@ Counted as transformers 5.25.0 creates the tensors (Gemma4TextAttention, Gemma4T
 Gemma4TextExperts, Gemma4VisionModel, Gemma4MultimodalEmbedder) and checked against every parameter it creates for
 the published configs in tests/test_gemma4.py. A full-attention layer has global_head_dim-wide heads (default 512)
 and, where attention_k_eq_v is set, num_global_key_value_heads KV heads (else num_key_value_heads) and no v_proj: its
-values are its keys' projection (Gemma4TextConfig.__post_init__'s per_layer_config, which vLLM 0.33.0 reads too).
+values are its keys' projection (Gemma4TextConfig.__post_init__'s per_layer_config, which vLLM 0.33.0 reads too). The
+record keeps global_head_dim for every Gemma 4 and global_kv_heads only where attention_k_eq_v is set, so that a GGUF
+leaves those layers' attn_v out (engines/gguf.py).
 Per-layer embeddings (hidden_size_per_layer_input, which transformers defaults to 256), shared KV layers
 (num_kv_shared_layers) and attention biases, which Gemma 4 E2B and E4B and no published larger model use, are refused.
 """
@@ -76,7 +78,9 @@ def count_gemma4(f: Fields, kind: str, hidden: int, layers: int, heads: int, kv_
     window = f.count("sliding_window", SLIDING_WINDOW)
     if f.get("use_bidirectional_attention") == "all":  # its window's bounds halved (Gemma4TextConfig.__post_init__)
         window = window // 2 + 1
-    dims = {"global_kv_heads": global_kv, "global_head_dim": global_dim} if (global_kv, global_dim) != (kv_heads, head_dim) else {}
+    # the full layers' head size always (it marks Gemma 4's layout, engines/gguf.gemma4), their KV heads where
+    # attention_k_eq_v gives them their own and makes their keys the values (no v_proj, which the GGUF leaves out)
+    dims = {"global_head_dim": global_dim, **({"global_kv_heads": global_kv} if k_eq_v else {})}
     attention = Attention("sliding", window=window, sliding_layers=local, **dims) if local else Attention(**dims)
     return counted, attention, None, experts, head_dim
 

@@ -446,7 +446,8 @@ def draft_entry(
     if arch.attention.kind in ("sliding", "chunked"):
         attention.update(window=arch.attention.window, sliding_layers=arch.attention.sliding_layers)
     if arch.attention.global_head_dim:  # Gemma 4's full layers of their own size
-        attention.update(global_kv_heads=arch.attention.global_kv_heads, global_head_dim=arch.attention.global_head_dim)
+        attention.update({"global_kv_heads": arch.attention.global_kv_heads} if arch.attention.global_kv_heads else {})
+        attention.update(global_head_dim=arch.attention.global_head_dim)
     if arch.attention.kind == "mla":
         attention.update(kv_lora_rank=arch.attention.kv_lora_rank, qk_rope_head_dim=arch.attention.qk_rope_head_dim)
         attention.update({"q_lora_rank": arch.attention.q_lora_rank} if arch.attention.q_lora_rank else {})

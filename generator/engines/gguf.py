@@ -10,7 +10,8 @@ the types of a file that exists, as catalog/checkpoint.py does for a reader's ow
 one for one, for the file types rules.yaml lists (FILE_TYPES).
 
 The tensors are those llama.cpp's converter writes for the architecture (src/models/llama.cpp, qwen2.cpp, phi3.cpp,
-deepseek2.cpp...: `tensors`). The parameters left once the matrices are counted are the norms, biases, sinks and
+deepseek2.cpp, gemma4.cpp...: `tensors`); Gemma 4's full-attention layers take their own head size and KV heads, and
+no attn_v where their keys are the values (`full_layer`). The parameters left once the matrices are counted are the norms, biases, sinks and
 routers' biases the converter writes in F32, one-dimensional tensors no file type quantizes
 (tensor_allows_quantization, L287-L383); in a hybrid they are mostly the state layers' projections (Gated DeltaNet's
 attn_qkv and ssm_out, Mamba-2's ssm_in), whose shapes the catalog does not keep: those take the file type's default
@@ -81,20 +82,23 @@ def tensors(arch: Architecture) -> list[Tensor]:
     """The matrices llama.cpp's converter writes, in the quantizer's order (by layer): embeddings and output head,
     each attention layer's projections (grouped-query, or MLA's attn_q_a, attn_q_b, attn_kv_a_mqa, attn_k_b, attn_v_b
     and attn_output, src/models/deepseek2.cpp L106-L122; a hybrid's first, as only their order counts), each layer's
-    MLP or experts (routers in F32); for a state kind of UNLAID, the embeddings and output head alone."""
+    MLP or experts (routers in F32), Gemma 4's both (`gemma4`: its experts' ffn_gate_up_exps is one tensor, of the
+    same bytes as the two listed); for a state kind of UNLAID, the embeddings and output head alone."""
     h = arch.hidden
     found = [Tensor(EMBEDDING, -1, h, arch.vocab)]
     if not arch.tied_embeddings:
         found.append(Tensor(OUTPUT, -1, h, arch.vocab))
     if arch.state and arch.state.kind in UNLAID:
         return found
-    e = arch.experts
+    e, beside = arch.experts, gemma4(arch)
     for layer in range(arch.layers):
         if layer < arch.attention_layers:
             found += _attention(arch, layer)
-        if e is None or layer < e.dense_layers:
+        dense = e is None or layer < e.dense_layers
+        if dense or beside:
             found += [Tensor(GATE, layer, h, arch.intermediate), Tensor(UP, layer, h, arch.intermediate)]
             found.append(Tensor(DOWN, layer, arch.intermediate, h))
+        if dense:
             continue
         width = e.intermediate * e.count
         found += [Tensor(FLOAT, layer, h, e.count), Tensor(GATE, layer, h, width, True), Tensor(UP, layer, h, width, True)]
@@ -119,12 +123,34 @@ def _attention(arch: Architecture, layer: int) -> list[Tensor]:
             Tensor(OTHER, layer, rank, a.v_head_dim * heads),
         ]
         return query + latent + [Tensor(ATTN_OUT, layer, heads * a.v_head_dim, h)]
-    q, kv = heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    head_dim, kv_heads, shared_kv = arch.head_dim, arch.kv_heads, False
+    if gemma4(arch) and full_layer(arch, layer):
+        head_dim, kv_heads, shared_kv = a.global_head_dim, a.global_kv_heads or kv_heads, bool(a.global_kv_heads)
+    q, kv = heads * head_dim, kv_heads * head_dim
     if a.fused_qkv:
         projections = [Tensor(VALUE, layer, h, q + 2 * kv)]
     else:
-        projections = [Tensor(QUERY, layer, h, q), Tensor(KEY, layer, h, kv), Tensor(VALUE, layer, h, kv)]
+        projections = [Tensor(QUERY, layer, h, q), Tensor(KEY, layer, h, kv)] + [Tensor(VALUE, layer, h, kv)] * (not shared_kv)
     return projections + [Tensor(ATTN_OUT, layer, q, h)]
+
+
+def gemma4(arch: Architecture) -> bool:
+    """Gemma 4, the one architecture whose record has global_head_dim (catalog/hf_gemma4.py): every layer keeps its
+    dense MLP (ffn_gate, ffn_up, ffn_down of `intermediate`), beside the router and experts where it has them
+    (src/models/gemma4.cpp L103-L130 at 0c1e57098: "for expert layers, we use normal FFN as shared expert"), and its
+    full-attention layers have their own shapes."""
+    return bool(arch.attention.global_head_dim)
+
+
+def full_layer(arch: Architecture, layer: int) -> bool:
+    """Whether Gemma 4's layer `layer` is a full-attention layer: global_head_dim-wide heads, global_kv_heads KV heads
+    whose keys are also the values (attention_k_eq_v: the converter writes no attn_v there, and gemma4.cpp L84 makes
+    attn_v optional), else kv_heads with an attn_v of their own. The record keeps how many layers are full, not
+    where: they are spread evenly with the last one full, which is Gemma 4's default layer_types (every sixth, as
+    the published 31B's and 26B-A4B's), and where they sit matters only to the order of the value-like tensors when
+    the full layers have an attn_v."""
+    full = arch.layers - arch.attention.sliding_layers if arch.attention.windowed else arch.layers
+    return (layer + 1) * full // arch.layers > layer * full // arch.layers
 
 
 def more_bits(i: int, n: int) -> bool:

@@ -263,7 +263,8 @@ def model_row(m: Model, formats: Mapping[str, WeightFormat]) -> list:
             **({"qLora": a.q_lora_rank} if a.q_lora_rank else {}),
             **({"fused": 1} if a.fused_qkv else {}),
             **({"indexBytes": a.index_bytes} if a.index_bytes else {}),
-            **({"globalKvHeads": a.global_kv_heads, "globalHeadDim": a.global_head_dim} if a.global_head_dim else {}),
+            **({"globalKvHeads": a.global_kv_heads} if a.global_kv_heads else {}),  # Gemma 4's, with K = V (engines/gguf.py)
+            **({"globalHeadDim": a.global_head_dim} if a.global_head_dim else {}),
         }
     if m.arch.experts:
         extra["experts"] = experts_data(m.arch.experts)

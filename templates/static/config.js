@@ -479,7 +479,8 @@
     var window = f.count("sliding_window", g.slidingWindow);
     if (f.get("use_bidirectional_attention") === "all") window = Math.floor(window / 2) + 1;
     var attention = local ? { kind: "sliding", window: window, slidingLayers: local, latent: 0 } : Object.assign({}, FULL);
-    if (globalKv !== kvHeads || globalDim !== headDim) { attention.globalKvHeads = globalKv; attention.globalHeadDim = globalDim; }
+    attention.globalHeadDim = globalDim;  // hf_gemma4: always; the full layers' own KV heads only with attention_k_eq_v
+    if (kEqV) attention.globalKvHeads = globalKv;
     counted.attention = attention; counted.experts = experts;
     return counted;
   }
@@ -580,6 +581,8 @@
     var g = counting(data).gguf, a = s.arch, h = a.hidden, at = a.attention, e = a.experts, list = [];
     var add = function (role, layer, row, rows, routed) { list.push([role, layer, row, rows, routed]); };
     var q = a.heads * a.headDim, kv = a.kvHeads * a.headDim, attention = a.layers - (a.state ? a.state.layers + (a.state.mlpLayers || 0) : 0);
+    // gguf.gemma4: every layer's dense MLP, beside the experts too; the full layers spread evenly, the last one full
+    var gemma4 = !!at.globalHeadDim, full = a.layers - (at.kind === "sliding" || at.kind === "chunked" ? at.slidingLayers : 0);
     add(a.tied ? "output" : "token_embd", -1, h, a.vocab);  // tied embeddings take the output head's rule
     if (!a.tied) add("output", -1, h, a.vocab);
     for (var l = 0; l < (a.state && g.unlaid.indexOf(a.state.kind) >= 0 ? 0 : a.layers); l++) {
@@ -590,12 +593,17 @@
         add("other", l, at.rank, at.vDim * a.heads);
         add("attn_output", l, a.heads * at.vDim, h);
       } else if (l < attention) {
-        if (at.fused) add("attn_v", l, h, q + 2 * kv);
-        else { add("attn_q", l, h, q); add("attn_k", l, h, kv); add("attn_v", l, h, kv); }
-        add("attn_output", l, q, h);
+        var lq = q, lkv = kv, shared = false;  // gguf.full_layer: Gemma 4's full layers at their own shapes, without attn_v where K = V
+        if (gemma4 && (l + 1) * full % a.layers < full) {
+          lq = a.heads * at.globalHeadDim; lkv = (at.globalKvHeads || a.kvHeads) * at.globalHeadDim; shared = !!at.globalKvHeads;
+        }
+        if (at.fused) add("attn_v", l, h, lq + 2 * lkv);
+        else { add("attn_q", l, h, lq); add("attn_k", l, h, lkv); if (!shared) add("attn_v", l, h, lkv); }
+        add("attn_output", l, lq, h);
       }
       var width = e && l >= e.denseLayers ? e.intermediate * e.count : 0;
-      if (!width) { add("ffn_gate", l, h, a.intermediate); add("ffn_up", l, h, a.intermediate); add("ffn_down", l, a.intermediate, h); continue; }
+      if (!width || gemma4) { add("ffn_gate", l, h, a.intermediate); add("ffn_up", l, h, a.intermediate); add("ffn_down", l, a.intermediate, h); }
+      if (!width) continue;
       add("float", l, h, e.count); add("ffn_gate", l, h, width, 1); add("ffn_up", l, h, width, 1); add("ffn_down", l, e.intermediate, h * e.count, 1);
       if (e.shared) { width = e.intermediate * e.shared; add("ffn_gate", l, h, width); add("ffn_up", l, h, width); add("ffn_down", l, width, h); }
     }
