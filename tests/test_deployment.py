@@ -304,7 +304,7 @@ def test_the_engine_is_within_the_bounds_of_each_measured_point(row):
 def test_the_error_table_lists_every_check():
     text = table(all_rows())
     assert len([line for line in text.splitlines() if line.startswith("| ")]) == len(all_rows()) + 1  # the header, then one per check
-    assert text.startswith("- weights: 55 enforced points")
+    assert text.startswith("- weights: 56 enforced points")
 
 
 def test_the_docs_show_the_current_table():
