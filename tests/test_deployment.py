@@ -270,18 +270,22 @@ def test_at_least_40_measured_points_with_sources_and_coverage():
         "concurrency": False,
     }
     # issue 23's new kinds: llama.cpp's recurrent buffer in 3 logs of 3 threads, vLLM's concurrency for Gated DeltaNet
-    # (2 runs), Mamba-2 (Nemotron-H: 2 engines of one job), chunked local attention (1 run) and DeepSeek sparse attention
-    # (GLM-5.1, 1 run), and the KV of the attention layers alone in 2 hybrid logs
+    # (2 runs), Mamba-2 (Nemotron-H: 2 engines of one job), chunked local attention (1 run), DeepSeek sparse attention
+    # (GLM-5.1, 1 run) and Gemma 4's full layers of their own size (1 run), and the KV of the attention layers alone in 2
+    # hybrid logs
     assert len(by_check["state"]) == 3 and len({row.url for row in by_check["state"]}) == 3
     assert sorted(row.point for row in by_check["concurrency"]) == [
         "vllm-cascade2-30b-a3b-nvfp4-h100-mamba2-async",
         "vllm-cascade2-30b-a3b-nvfp4-h100-mamba2-sync",
+        "vllm-gemma4-31b-bf16-b300-sliding",
         "vllm-glm-5.1-fp8-tp8-h200-dsa",
         "vllm-llama4-scout-tp8-h200-chunked",
         "vllm-qwen36-35b-a3b-nvfp4-5090-club3090-612",
         "vllm-qwen36-35b-a3b-nvfp4-5090-club3090-652",
     ]
-    assert {"qwen3.6-27b", "qwen3.6-35b-a3b", "qwen3-next-80b-a3b", "llama-4-scout", "glm-5.1"} <= {p["arch"] for p in measured}
+    assert {"qwen3.6-27b", "qwen3.6-35b-a3b", "qwen3-next-80b-a3b", "llama-4-scout", "glm-5.1", "gemma-4-31b"} <= {
+        p["arch"] for p in measured
+    }
     # llama.cpp's compute buffer: 5 GPUs in 4 logs from 3 threads, with and without flash attention, 1 and 2 GPUs
     assert len(by_check["compute"]) == 5 and len({row.url for row in by_check["compute"]}) == 3
     quantized = {p["weights"] for p in measured} & {"fp8", "int8", "awq", "gptq", "nf4", "mxfp4", "q4_k_m", "q8_0", "q6_k", "q4_0"}
@@ -304,7 +308,7 @@ def test_the_engine_is_within_the_bounds_of_each_measured_point(row):
 def test_the_error_table_lists_every_check():
     text = table(all_rows())
     assert len([line for line in text.splitlines() if line.startswith("| ")]) == len(all_rows()) + 1  # the header, then one per check
-    assert text.startswith("- weights: 56 enforced points")
+    assert text.startswith("- weights: 57 enforced points")
 
 
 def test_the_docs_show_the_current_table():
