@@ -491,3 +491,20 @@ def test_the_script_refuses_a_volume_out_of_range(page, site_url: str, field: st
         page.fill(field, value)
         assert page.text_content("#api-error") == message
         assert page.eval_on_selector_all("[data-api-model]", "cells => cells.map(c => c.textContent)") == ["—", "—"]
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_volume_form_has_no_axe_violation_and_fits_a_phone(page, site_url: str, width: int):
+    """The form as the script shows it, with a volume typed and an error shown: axe finds nothing, in French (the
+    longest labels), and the page does not scroll sideways."""
+    from .test_quality import axe_violations
+
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(site_url + "/fr/guides/llm-auto-heberge-ou-api/")
+    page.fill("#api-requests", "20000")
+    page.fill("#api-output", "0")
+    assert page.text_content("#api-error") == (
+        "Saisissez un nombre de requêtes par jour supérieur à 0, et des longueurs d’au moins 1 token."
+    )
+    assert axe_violations(page) == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -66,7 +66,8 @@
         : words.copies.replace("{count}", String(count)).replace("{share}", percent.format(share / count));
       var api = cheapestApi(row.apis, asked.prompt, asked.output);
       cell.setAttribute("data-usd", String(usd));
-      cell.textContent = money.format(usd) + " (" + load + "; " + (usd < api ? words.cheaper : words.dearer) + ")";
+      var verdict = usd < api ? words.cheaper : words.dearer;
+      cell.textContent = money.format(usd) + " (" + words.pair.replace("{load}", load).replace("{verdict}", verdict) + ")";
     });
   }
 
