@@ -286,12 +286,15 @@ def test_the_page_shows_the_figures(built_site: Path):
     html = re.sub(r"\s+", " ", (built_site / PAGE).read_text())
     assert "<td>1 × RTX 3090</td><td>$0.19</td><td>37.5 million</td> <td>$1.22</td><td>$0.24</td><td>$0.12</td>" in html
     # The first table: what the configuration makes in a day, and the break-even with the cheapest API in three units
-    assert "<td>$0.40 <span class=\"note\">Example API</span></td> <td>11.4 million</td><td>22,800</td><td>30%</td></tr>" in html
+    assert '<td>$0.40 <span class="note">Example API</span></td> <td>11.4 million</td><td>22,800</td><td>30%</td></tr>' in html
     # The 70B's 8 x RTX 3090 at $1.3127 per million at full use: 18.24 million a day, 36,480 requests, 66 %
-    assert "<td>$2.00 <span class=\"note\">Example API</span></td> <td>18.2 million</td><td>36,480</td><td>66%</td></tr>" in html
+    assert '<td>$2.00 <span class="note">Example API</span></td> <td>18.2 million</td><td>36,480</td><td>66%</td></tr>' in html
     # The prices table: every API, its cost at the load and the day it was seen
     assert "<td>$0.10</td><td>$0.20</td><td>$0.40</td><td>Oct 1, 2026</td>" in html
-    assert "<th scope=\"row\">Llama 3.3 70B Instruct</th><td><a href=\"https://other.example/prices\" rel=\"nofollow\">Other API</a></td> <td>$0.90</td><td>$0.90</td><td>$2.70</td><td>Sep 15, 2026</td>" in html
+    assert (
+        '<th scope="row">Llama 3.3 70B Instruct</th><td><a href="https://other.example/prices" rel="nofollow">Other API</a></td> <td>$0.90</td><td>$0.90</td><td>$2.70</td><td>Sep 15, 2026</td>'
+        in html
+    )
     assert '<a href="https://api.example/pricing" rel="nofollow">Example API</a> <span class="note">serves FP8</span>' in html
     assert (
         '<input id="api-tokens" type="number" min="1" aria-describedby="api-error">' in html
@@ -432,7 +435,8 @@ def test_the_script_recomputes_the_cost_like_python(page, site_url: str):
     for comparison in found.models:
         for utilisation in (*found.setting.utilisations, 0.375, 0.07, 2.4):
             full = comparison.hosted.usd_per_million
-            assert page.evaluate("([full, u]) => window.gpumemApi.volumeCost(full, u)", [full, utilisation]) == volume_cost(full, utilisation)
+            found_js = page.evaluate("([full, u]) => window.gpumemApi.volumeCost(full, u)", [full, utilisation])
+            assert found_js == volume_cost(full, utilisation)
     page.fill("#api-utilisation", "37.5")
     assert yours(page) == [
         ["llama-3.1-8b", found.models[0].hosted.at(0.375), "$0.32 (38% busy; cheaper than the cheapest API)"],
