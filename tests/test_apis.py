@@ -4,22 +4,24 @@ script agreeing with Python, and the cost per million tokens in `gpumem prices d
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
 
 import pytest
+import quickjs
 import yaml
 
 from gpumem.catalog.inputs import load_catalog
 from gpumem.commands.build import build
 from gpumem.commands.prices_diff import diff
 from gpumem.errors import BuildError
-from gpumem.figures.apis import api_guide
+from gpumem.figures.apis import api_guide, configurations_needed, requests_tokens, volume_cost
 from gpumem.figures.shared import Shop
 
 from .conftest import NOW, SNAPSHOT, edit, options_for
-from .project import CATALOGS
+from .project import CATALOGS, published
 
 APIS = "catalogs/apis.yaml"
 GOOD = "  - {provider: Example API, model: llama-3.1-8b, input_usd_per_million: 0.1, output_usd_per_million: 0.2, date: 2026-10-01, source: https://api.example/p}\n"
@@ -186,6 +188,53 @@ def test_the_break_even_volume_against_an_api():
     # Renting all day: $0.19 x 24 = $4.56, over $0.40 per million = 11.4 million output tokens a day,
     # 30.4 % of the 434.381 x 86,400 = 37.53 million the RTX 3090 produces at this load
     assert (offer.breakeven_tokens_per_day, round(offer.breakeven_utilisation, 4), offer.reachable) == (11_400_000.0, 0.3038, True)
+    # In requests of the load's 500 output tokens: 11.4 million / 500 = 22,800 a day
+    assert offer.breakeven_requests_per_day == 22_800.0
+
+
+def test_what_a_configuration_makes_in_a_day_at_full_use():
+    hosted = guide().models[0].hosted
+    # 434.381 output tokens/s x 86,400 s = 37.53 million a day: the denominator of a reader's utilisation
+    assert round(hosted.tokens_per_day, 3) == 37_530_542.556
+    assert round(hosted.tokens_per_day / 500, 3) == 75_061.085  # requests of the load's 500 output tokens
+
+
+def test_a_volume_a_day_becomes_a_utilisation_and_a_cost():
+    hosted = guide().models[0].hosted
+    # 5 million output tokens a day on the RTX 3090 ($4.56 a day): 13.3 % of its 37.53 million, $4.56 / 5 = $0.912 per million
+    assert (round(hosted.utilisation(5_000_000), 6), round(hosted.at_volume(5_000_000), 9)) == (0.133225, 0.912)
+    # 20,000 requests of 500 output tokens are 10 million output tokens: $4.56 / 10 = $0.456 per million
+    assert requests_tokens(20_000, 500) == 10_000_000
+    assert (round(hosted.utilisation(10_000_000), 6), round(hosted.at_volume(10_000_000), 9)) == (0.26645, 0.456)
+    # 100 million a day is 266 % of one: three of them, each rented all day, $13.68 / 100 = $0.1368 per million
+    assert (configurations_needed(hosted.utilisation(100_000_000)), round(hosted.at_volume(100_000_000), 9)) == (3, 0.1368)
+    # At a utilisation the table shows, the volume's cost is the table's
+    assert hosted.at_volume(hosted.tokens_per_day * 0.5) == pytest.approx(hosted.at(0.5), rel=1e-12)
+
+
+@pytest.mark.parametrize(("utilisation", "copies"), [(0.05, 1), (1.0, 1), (1.0001, 2), (2.0, 2), (2.5, 3)])
+def test_past_full_use_each_started_hundred_per_cent_takes_one_more_configuration(utilisation, copies):
+    assert configurations_needed(utilisation) == copies
+    assert volume_cost(1.0, utilisation) == copies / utilisation
+
+
+def test_the_cheapest_api_at_a_reader_s_lengths():
+    eight, seventy = guide().models
+    # At the load (1,000 prompt, 500 output) as the table; with 4,000 prompt and 250 output tokens the input price
+    # weighs 16 times: $0.20 + $0.10 x 16 = $1.80; Example API's $0.80 + $0.60 x 16 = $10.40 beats Other API's $15.30
+    assert (eight.cheapest_api_cost(1000, 500), seventy.cheapest_api_cost(1000, 500)) == (0.4, 2.0)
+    assert (round(eight.cheapest_api_cost(4000, 250), 9), round(seventy.cheapest_api_cost(4000, 250), 9)) == (1.8, 10.4)
+
+
+def test_the_script_data_holds_the_load_and_each_model_s_prices():
+    found = guide()
+    data = found.script_data()
+    assert (data["prompt"], data["output"], list(data["models"])) == (1000, 500, ["llama-3.1-8b", "llama-3.3-70b"])
+    assert data["models"]["llama-3.3-70b"] == {
+        "full": found.models[1].hosted.usd_per_million,
+        "day": found.models[1].hosted.tokens_per_day,
+        "apis": [[0.6, 0.8], [0.9, 0.9]],
+    }
 
 
 def test_apis_are_listed_cheapest_at_the_load_first():
@@ -208,7 +257,7 @@ def test_a_price_seen_more_than_the_limit_before_the_snapshot_is_marked(root):
     shutil.copytree(Path(__file__).resolve().parent.parent / "content", root / "content")
     build(options_for(root), now=NOW)
     html = (root / "site" / PAGE).read_text()
-    assert '<td>Sep 15, 2026<span class="tight">seen 46 days before the GPU prices: check the provider&#39;s page</span></td>' in html
+    assert '<td>Sep 15, 2026 <span class="tight">46 days old</span></td>' in html
     assert "<td>Oct 1, 2026</td>" in html
     assert "A price seen more than 40 days before the GPU prices of this page is marked" in html
 
@@ -235,10 +284,23 @@ def test_a_snapshot_in_another_currency_has_no_comparison(root):
 
 def test_the_page_shows_the_figures(built_site: Path):
     html = re.sub(r"\s+", " ", (built_site / PAGE).read_text())
-    assert "<td>1 × RTX 3090</td><td>$0.19</td><td>434</td>" in html
-    assert '<td data-usd="1.21501">$1.22</td><td data-usd="0.243002">$0.24</td><td data-usd="0.121501">$0.12</td>' in html
-    assert "<td>$0.40</td><td>11.4 million output tokens a day (30% of what it can produce)</td><td>Oct 1, 2026</td>" in html
+    assert "<td>1 × RTX 3090</td><td>$0.19</td><td>37.5 million</td> <td>$1.22</td><td>$0.24</td><td>$0.12</td>" in html
+    # The first table: what the configuration makes in a day, and the break-even with the cheapest API in three units
+    assert '<td>$0.40 <span class="note">Example API</span></td> <td>11.4 million</td><td>22,800</td><td>30%</td></tr>' in html
+    # The 70B's 8 x RTX 3090 at $1.3127 per million at full use: 18.24 million a day, 36,480 requests, 66 %
+    assert '<td>$2.00 <span class="note">Example API</span></td> <td>18.2 million</td><td>36,480</td><td>66%</td></tr>' in html
+    # The prices table: every API, its cost at the load and the day it was seen
+    assert "<td>$0.10</td><td>$0.20</td><td>$0.40</td><td>Oct 1, 2026</td>" in html
+    assert (
+        '<th scope="row">Llama 3.3 70B Instruct</th><td><a href="https://other.example/prices" rel="nofollow">Other API</a></td> <td>$0.90</td><td>$0.90</td><td>$2.70</td><td>Sep 15, 2026</td>'
+        in html
+    )
     assert '<a href="https://api.example/pricing" rel="nofollow">Example API</a> <span class="note">serves FP8</span>' in html
+    assert (
+        '<input id="api-tokens" type="number" min="1" aria-describedby="api-error">' in html
+        and '<input id="api-prompt" type="number" min="1" value="1000" aria-describedby="api-error">' in html
+        and '<input id="api-output" type="number" min="1" value="500" aria-describedby="api-error">' in html
+    )
     assert (
         "Take Llama 3.1 8B: the cheapest configuration per token on offer is 1 × RTX 3090 at $0.19 per hour. At this load it produces "
         "about 434 output tokens per second, so a million output tokens costs $0.12 when it never rests and $1.22 when it is busy 10% "
@@ -261,7 +323,56 @@ def test_the_home_page_calculator_and_sizing_guide_link_it(built_site: Path, pat
 
 
 def test_the_script_stays_small():
-    assert (Path(__file__).resolve().parent.parent / "templates/static/api.js").stat().st_size <= 3 * 1024
+    assert (Path(__file__).resolve().parent.parent / "templates/static/api.js").stat().st_size <= 5 * 1024
+
+
+# ---- the script (QuickJS): the published api.js computes what Python computes ----
+
+API_STUB = """
+var window = globalThis;
+function element(id) {
+  if (id === "api-data") { return {textContent: API_DATA}; }
+  if (id === "api-messages") { return {textContent: API_MESSAGES}; }
+  return {hidden: true, value: "", textContent: "", addEventListener: function () {}};
+}
+var document = {getElementById: element, querySelectorAll: function () { return []; }, documentElement: {lang: "en"}};
+var Intl = {NumberFormat: function () { this.format = String; }};
+"""
+
+
+def script_in_quickjs(site: Path) -> quickjs.Context:
+    """The published api.js run in QuickJS on the English page's #api-data and #api-messages (no form: a stub)."""
+    html = (site / PAGE).read_text()
+    context = quickjs.Context()
+    for name in ("api-data", "api-messages"):
+        found = re.search(rf'<script type="application/json" id="{name}">(.*?)</script>', html, re.S)
+        assert found is not None
+        context.set(name.upper().replace("-", "_"), found.group(1))
+    context.eval(API_STUB)
+    context.eval(published(site, "api.js").read_text())
+    return context
+
+
+def test_the_script_agrees_with_python_to_the_cent(built_site: Path):
+    context = script_in_quickjs(built_site)
+    data = json.loads(re.search(r'id="api-data">(.*?)</script>', (built_site / PAGE).read_text(), re.S).group(1))
+
+    def js(call: str) -> float:
+        return json.loads(context.eval(f"JSON.stringify(window.gpumemApi.{call})"))
+
+    found = guide()
+    checked = 0
+    for comparison in found.models:
+        hosted, row = comparison.hosted, data["models"][comparison.model.id]
+        for tokens in (1_000_000, 5_000_000, requests_tokens(20_000, 500), hosted.tokens_per_day, 100_000_000, 1.5e9):
+            share = tokens / row["day"]
+            usd = js(f"volumeCost({row['full']!r}, {share!r})")
+            assert usd == hosted.at_volume(tokens) and round(usd, 2) == round(hosted.at_volume(tokens), 2)
+            assert js(f"needed({share!r})") == configurations_needed(hosted.utilisation(tokens))
+            checked += 1
+        for prompt, output in ((1000, 500), (4000, 250), (1, 1), (120, 2048)):
+            assert js(f"cheapestApi({json.dumps(row['apis'])}, {prompt}, {output})") == comparison.cheapest_api_cost(prompt, output)
+    assert checked == 12
 
 
 # ---- prices diff ----
@@ -312,27 +423,92 @@ def test_the_build_writes_the_page_in_every_language(root):
 # ---- the script (Chromium) ----
 
 
+def yours(page) -> list[list[object]]:
+    return page.eval_on_selector_all(
+        "[data-api-model]", "cells => cells.map(c => [c.dataset.apiModel, Number(c.dataset.usd), c.textContent])"
+    )
+
+
 def test_the_script_recomputes_the_cost_like_python(page, site_url: str):
     page.goto(site_url + "/en/guides/self-hosting-vs-api/")
     found = guide()
     for comparison in found.models:
-        for utilisation in (*found.setting.utilisations, 0.375, 0.07):
+        for utilisation in (*found.setting.utilisations, 0.375, 0.07, 2.4):
             full = comparison.hosted.usd_per_million
-            assert page.evaluate("([full, u]) => window.gpumemApi.cost(full, u)", [full, utilisation]) == comparison.hosted.at(utilisation)
+            found_js = page.evaluate("([full, u]) => window.gpumemApi.volumeCost(full, u)", [full, utilisation])
+            assert found_js == volume_cost(full, utilisation)
     page.fill("#api-utilisation", "37.5")
-    cells = page.eval_on_selector_all(
-        "[data-api-model]", "cells => cells.map(c => [c.dataset.apiModel, Number(c.dataset.usd), c.textContent])"
-    )
-    assert cells == [
-        ["llama-3.1-8b", found.models[0].hosted.at(0.375), "$0.32 (cheaper than the cheapest API)"],
-        ["llama-3.3-70b", found.models[1].hosted.at(0.375), "$3.50 (dearer than the cheapest API)"],
+    assert yours(page) == [
+        ["llama-3.1-8b", found.models[0].hosted.at(0.375), "$0.32 (38% busy; cheaper than the cheapest API)"],
+        ["llama-3.3-70b", found.models[1].hosted.at(0.375), "$3.50 (38% busy; dearer than the cheapest API)"],
     ]
 
 
-def test_the_script_refuses_a_utilisation_out_of_range(page, site_url: str):
+def test_typing_tokens_a_day_updates_each_row_to_python_s_figure(page, site_url: str):
+    """A reader's "5 million output tokens a day": 13 % of the RTX 3090's 37.53 million, $0.912 per million, dearer than
+    Example API's $0.40; 18 % of the 70B configuration's 27.79 million, $7.296, dearer than $2.00."""
+    page.goto(site_url + "/en/guides/self-hosting-vs-api/")
+    eight, seventy = guide().models
+    page.fill("#api-tokens", "5000000")
+    assert page.input_value("#api-utilisation") == "" and page.text_content("#api-error") == ""
+    assert yours(page) == [
+        ["llama-3.1-8b", eight.hosted.at_volume(5_000_000), "$0.91 (13% busy; dearer than the cheapest API)"],
+        ["llama-3.3-70b", seventy.hosted.at_volume(5_000_000), "$7.30 (18% busy; dearer than the cheapest API)"],
+    ]
+    # 100 million a day takes three RTX 3090 configurations (266 %) and four of the 70B's (360 %)
+    page.fill("#api-tokens", "100000000")
+    assert yours(page) == [
+        ["llama-3.1-8b", eight.hosted.at_volume(100_000_000), "$0.14 (3 of them, each 89% busy; cheaper than the cheapest API)"],
+        ["llama-3.3-70b", seventy.hosted.at_volume(100_000_000), "$1.46 (4 of them, each 90% busy; cheaper than the cheapest API)"],
+    ]
+
+
+def test_requests_a_day_with_their_lengths_price_the_api_at_those_lengths(page, site_url: str):
+    """20,000 requests of 4,000 prompt and 250 output tokens: 5 million output tokens a day, $0.912 per million self-hosted
+    against $1.80 at the cheapest API once its input price counts 16 prompt tokens per output token."""
+    page.goto(site_url + "/en/guides/self-hosting-vs-api/")
+    eight, seventy = guide().models
+    page.fill("#api-requests", "20000")
+    page.fill("#api-prompt", "4000")
+    page.fill("#api-output", "250")
+    assert page.input_value("#api-requests") == "20000" and page.input_value("#api-tokens") == ""
+    assert yours(page) == [
+        ["llama-3.1-8b", eight.hosted.at_volume(5_000_000), "$0.91 (13% busy; cheaper than the cheapest API)"],
+        ["llama-3.3-70b", seventy.hosted.at_volume(5_000_000), "$7.30 (18% busy; cheaper than the cheapest API)"],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("field", "values", "message"),
+    [
+        ("#api-utilisation", ("0", "120", "", "-5"), "Enter a percentage above 0 and at most 100."),
+        ("#api-tokens", ("0", "", "-5"), "Enter a number of output tokens a day above 0."),
+        ("#api-requests", ("0", "", "-5"), "Enter a number of requests a day above 0, and lengths of at least 1 token."),
+        ("#api-output", ("0", ""), "Enter a number of requests a day above 0, and lengths of at least 1 token."),
+    ],
+)
+def test_the_script_refuses_a_volume_out_of_range(page, site_url: str, field: str, values: tuple[str, ...], message: str):
     page.goto(site_url + "/en/guides/self-hosting-vs-api/")
     assert page.is_visible("#api-form")
-    for value in ("0", "120", "", "-5"):
-        page.fill("#api-utilisation", value)
-        assert page.text_content("#api-utilisation-error") == "Enter a percentage above 0 and at most 100."
+    page.fill("#api-requests", "100")  # so that only the field under test is wrong
+    for value in values:
+        page.fill(field, value)
+        assert page.text_content("#api-error") == message
         assert page.eval_on_selector_all("[data-api-model]", "cells => cells.map(c => c.textContent)") == ["—", "—"]
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_volume_form_has_no_axe_violation_and_fits_a_phone(page, site_url: str, width: int):
+    """The form as the script shows it, with a volume typed and an error shown: axe finds nothing, in French (the
+    longest labels), and the page does not scroll sideways."""
+    from .test_quality import axe_violations
+
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(site_url + "/fr/guides/llm-auto-heberge-ou-api/")
+    page.fill("#api-requests", "20000")
+    page.fill("#api-output", "0")
+    assert page.text_content("#api-error") == (
+        "Saisissez un nombre de requêtes par jour supérieur à 0, et des longueurs d’au moins 1 token."
+    )
+    assert axe_violations(page) == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -195,6 +195,7 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
             *(
                 str(published(site, name).relative_to(site))
                 for name in (
+                    "api.css",
                     "api.js",
                     "calculator.css",
                     "calculator.js",

@@ -8,6 +8,7 @@ prices; no files, no formatting. `prices diff` prices its rows' configurations w
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
@@ -69,6 +70,35 @@ class SelfHosted:
         """US$ per million output tokens when the configuration is busy `utilisation` of the time it is rented."""
         return self.usd_per_million / utilisation
 
+    def utilisation(self, tokens_per_day: float) -> float:
+        """A reader's output tokens a day over what the configuration makes in 24 hours at the page load (above 1: more than one)."""
+        return tokens_per_day / self.tokens_per_day
+
+    def at_volume(self, tokens_per_day: float) -> float:
+        """US$ per million output tokens of a reader's daily volume, on as many configurations as it takes, each rented all day."""
+        return volume_cost(self.usd_per_million, self.utilisation(tokens_per_day))
+
+
+def configurations_needed(utilisation: float) -> int:
+    """How many copies of a configuration a utilisation takes: one up to 100 %, then one more for each started 100 %."""
+    return max(1, math.ceil(utilisation))
+
+
+def volume_cost(full: float, utilisation: float) -> float:
+    """US$ per million output tokens at a utilisation of one configuration (`full` at 100 %): the copies it takes,
+    each rented all day, over the tokens it asks for. api.js's volumeCost computes the same."""
+    return full * configurations_needed(utilisation) / utilisation
+
+
+def requests_tokens(requests_per_day: float, output_tokens: float) -> float:
+    """The output tokens a day of a number of requests a day, each of `output_tokens`."""
+    return requests_per_day * output_tokens
+
+
+def api_cost(price: ApiPrice, prompt_tokens: float, output_tokens: float) -> float:
+    """What an API charges per million output tokens of requests of these lengths, their prompt tokens included."""
+    return price.output_usd_per_million + price.input_usd_per_million * prompt_tokens / output_tokens
+
 
 @dataclass(frozen=True)
 class ApiOffer:
@@ -77,13 +107,15 @@ class ApiOffer:
     `usd_per_million_at_load` is what the API charges per million output tokens of the page load,
     its prompt tokens included (the self-hosted cost includes their prefill too). `breakeven_tokens_per_day`
     is the output volume a day at which renting the configuration 24 hours costs the same;
-    `breakeven_utilisation` is that volume over what the configuration can produce (above 1: it cannot).
+    `breakeven_utilisation` is that volume over what the configuration can produce (above 1: it cannot), and
+    `breakeven_requests_per_day` that volume in requests of the load's output length.
     """
 
     price: ApiPrice
     usd_per_million_at_load: float
     breakeven_tokens_per_day: float | None = None
     breakeven_utilisation: float | None = None
+    breakeven_requests_per_day: float | None = None
     age_days: int = 0  # how long before the GPU snapshot the price was seen
     stale: bool = False  # seen more than api_page.stale_after_days before it: marked on the page
 
@@ -109,6 +141,10 @@ class ModelComparison:
     def cheapest_api(self) -> ApiOffer:
         return self.apis[0]
 
+    def cheapest_api_cost(self, prompt_tokens: float, output_tokens: float) -> float:
+        """The least an API charges per million output tokens of requests of these lengths (api.js: cheapestApi)."""
+        return min(api_cost(o.price, prompt_tokens, output_tokens) for o in self.apis)
+
 
 @dataclass(frozen=True)
 class ApiGuide:
@@ -133,13 +169,20 @@ class ApiGuide:
         return next((c for c in self.models if c.hosted is not None), None)
 
     def script_data(self) -> dict[str, object]:
-        """What the page's script recomputes from: per model, the cost at full utilisation and the cheapest API at the load."""
+        """What the page's script recomputes from: the load's lengths and, per model, the cost at full utilisation,
+        the output tokens a day at full utilisation and each API's input and output prices."""
         return {
+            "prompt": self.setting.prompt_tokens,
+            "output": self.setting.output_tokens,
             "models": {
-                c.model.id: {"full": c.hosted.usd_per_million, "api": c.cheapest_api.usd_per_million_at_load}
+                c.model.id: {
+                    "full": c.hosted.usd_per_million,
+                    "day": c.hosted.tokens_per_day,
+                    "apis": [[o.price.input_usd_per_million, o.price.output_usd_per_million] for o in c.apis],
+                }
                 for c in self.models
                 if c.hosted is not None
-            }
+            },
         }
 
 
@@ -161,13 +204,13 @@ def cheapest_hosted(catalog: Catalog, model: Model, fmt: WeightFormat, configura
 def api_offer(price: ApiPrice, rules: ApiPageRules, hosted: SelfHosted | None, snapshot_day: date) -> ApiOffer:
     """An API price per million output tokens of the load, where renting all day breaks even with it, and how long
     before the GPU prices it was seen."""
-    at_load = price.output_usd_per_million + price.input_usd_per_million * rules.prompt_tokens / rules.output_tokens
+    at_load = api_cost(price, rules.prompt_tokens, rules.output_tokens)
     age = (snapshot_day - price.date).days
     stale = bool(rules.stale_after_days) and age > rules.stale_after_days
     if hosted is None:
         return ApiOffer(price, at_load, age_days=age, stale=stale)
     breakeven = hosted.price_per_day / at_load * MILLION
-    return ApiOffer(price, at_load, breakeven, breakeven / hosted.tokens_per_day, age, stale)
+    return ApiOffer(price, at_load, breakeven, breakeven / hosted.tokens_per_day, breakeven / rules.output_tokens, age, stale)
 
 
 def api_guide(catalog: Catalog, configurations: Iterable[Configuration]) -> ApiGuide | None:
