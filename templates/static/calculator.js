@@ -672,8 +672,10 @@
 
     function field(name) { return form.elements[name]; }
 
-    // The architecture's fields, folded: opened for a custom model, a pasted config.json or an error in them.
+    // The architecture's fields, folded on a phone (opened for a custom model, a pasted config.json or an error in
+    // them), open on a desk, where the result stays in view beside the inputs (calculator.css's two columns).
     var arch = root.querySelector("#calc-arch");
+    if (matchMedia("(min-width: 64rem)").matches) arch.open = true;
 
     // Each field's error line gets its id and describes its field here: the page carries them bare (they are empty
     // until the script finds an error), which keeps it light.
