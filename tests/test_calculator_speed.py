@@ -179,14 +179,14 @@ def test_a_link_with_prompt_output_and_sort_shows_the_cheapest_per_token_first(c
     # price per hour, tokens/s in all, US$ per million output tokens, tokens/s per request, first token (s), input
     expect(first.locator("td")).to_have_text(["$0.76", "112", "$1.884", "47.2", "1.83", "$0.191", "Rent on Arrakis"])
     expect(calculator.locator("#calc-best")).to_have_text("4 × RTX 3090, $0.76 per hour, 112 tokens/s")
-    expect(calculator.get_by_role("columnheader", name="US$ per million tokens")).to_have_attribute("aria-sort", "ascending")
+    expect(calculator.get_by_role("columnheader", name="US$ per million tokens", exact=True)).to_have_attribute("aria-sort", "ascending")
     expect(calculator.locator('[name="sort"]')).to_have_value("cost")
     expect(calculator.locator('[name="prompt"]')).to_have_value("2000")
     expect(calculator.locator("#calc-order")).to_have_text("Cheapest per million output tokens first (concurrent requests: 4).")
     note = calculator.locator("#calc-sorting .note")
     expect(note).to_contain_text("roofline model calibrated on published measurements of vLLM, TensorRT-LLM, SGLang and llama.cpp")
     expect(note.get_by_role("link", name="How speed is estimated")).to_have_attribute("href", "/en/methodology/#speed")
-    calculator.get_by_role("button", name="Tokens per second").click()
+    calculator.get_by_role("button", name="Tokens per second", exact=True).click()
     expect(calculator).to_have_url(re.compile(r"sort=speed"))
     fastest = max(found.rows, key=lambda row: row[1].aggregate_tokens_per_s)[0].configuration
     expect(calculator.locator("#calc-options tr").first.locator("th")).to_contain_text(f"{fastest.count} × {fastest.gpu.name} ")
