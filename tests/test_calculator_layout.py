@@ -11,6 +11,7 @@ from playwright.sync_api import Browser, Page, expect
 from gpumem.catalog.inputs import load_catalog
 from gpumem.figures import calculator as compute_calculator
 from gpumem.figures import shared
+from gpumem.figures.calculator_data import SHOWN_CONFIGURATIONS
 from gpumem.pages.formats import Formats
 
 from .project import CATALOGS
@@ -144,6 +145,8 @@ def test_each_sorting_heading_orders_the_rows_as_python(browser: Browser, site_u
     page.get_by_role("button", name=heading, exact=True).click()
     expect(page.get_by_role("columnheader", name=heading, exact=True)).to_have_attribute("aria-sort", direction)
     assert shown_order(page) == python_order(sort)
+    shown = min(SHOWN_CONFIGURATIONS, len(python_order(sort)))  # the others hidden until "Show all"
+    expect(page.locator("#calc-options").get_by_role("rowheader")).to_have_count(shown)
     assert page.url.endswith(f"&sort={sort}")  # the link keeps the order
     others = [name for name in ("Price per hour", "Tokens per second", "US$ per million tokens") if name != heading]
     for name in others:
@@ -173,5 +176,12 @@ def test_without_javascript_the_table_opens_on_the_price_order(browser: Browser,
         ]
     )
     expect(page.locator("#calc-arch")).not_to_have_attribute("open", "")
-    expect(page.locator("#calc-best")).not_to_have_text("")
+    default = compute_calculator.calculator_default(CATALOG, SHOP).serving
+    assert default is not None
+    # each row's first cell heads it (a th without scope, a row header by the table algorithm)
+    expect(page.locator("#calc-options").get_by_role("rowheader")).to_have_count(len(default.fits))
+    first, pace = default.rows[0]
+    unit, c = Formats("pt", CATALOG.snapshot.currency), first.configuration
+    speed = unit.number(pace.aggregate_tokens_per_s, 1)
+    expect(page.locator("#calc-best")).to_have_text(f"{c.count} × {c.gpu.name}, {unit.money(c.price_per_hour)}/h, {speed} tokens/s")
     context.close()

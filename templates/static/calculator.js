@@ -1053,7 +1053,7 @@
       renderHeads(columns, sort);
       if (!found.length) rows.appendChild(element("tr", "")).appendChild(element("td", text.none, { colspan: String(labels(columns).length) }));
       found.forEach(function (c) {
-        var tag = c.tight ? "tight" : "comfortable", row = element("tr", ""), head = row.appendChild(element("th", number.format(c.count) + " × " + c.name + " ", { scope: "row" }));
+        var tag = c.tight ? "tight" : "comfortable", row = element("tr", ""), head = row.appendChild(element("th", number.format(c.count) + " × " + c.name + " "));
         head.appendChild(element("span", text[tag], { "class": tag }));
         [money.format(c.price)].concat(cells(c)).forEach(function (value) { row.appendChild(element("td", value)); });
         row.appendChild(element("td", "")).appendChild(rentLink(c, claim));
