@@ -105,6 +105,7 @@ def test_on_a_desk_the_result_is_beside_the_inputs(browser: Browser, site_url: s
     first = box(page, "#calc-options tr")
     assert first["y"] + first["height"] < DESK["height"]  # the first configuration on the first screen
     assert box(page, "#calculator")["width"] > box(page, "article h1")["width"]  # wider than the text column
+    assert page.locator(".calc-table").evaluate("box => box.scrollWidth <= box.clientWidth")  # every column in view
     page.select_option('[name="mode"]', "lora")  # the longest form: its last field scrolled to, the result beside it
     expect(page.locator("#calc-results")).not_to_have_attribute("aria-busy", "true")
     page.locator('[name="offload"]').scroll_into_view_if_needed()
@@ -155,6 +156,17 @@ def test_each_sorting_heading_orders_the_rows_as_python(browser: Browser, site_u
     page.goto(page.url)  # and the link opens on it
     expect(page.get_by_role("columnheader", name=heading, exact=True)).to_have_attribute("aria-sort", direction)
     assert shown_order(page) == python_order(sort)
+    page.close()
+
+
+def test_the_page_s_own_rows_sort_before_any_input(browser: Browser, site_url: str):
+    """The opening result is the build's: its headings get their buttons as the script starts."""
+    page = opened(browser, PHONE, site_url + URLS["fr"])
+    expect(page.locator("#calculator thead button")).to_have_count(3)
+    page.get_by_role("button", name="Tokens par seconde", exact=True).click()
+    expect(page.get_by_role("columnheader", name="Tokens par seconde", exact=True)).to_have_attribute("aria-sort", "descending")
+    expect(page.locator("#calc-order")).to_have_text("D’abord celle qui génère le plus de tokens par seconde (requêtes simultanées\u202f: 1).")
+    assert page.url.endswith("&sort=speed")
     page.close()
 
 

@@ -1193,6 +1193,8 @@
       this.hidden = true;
       if (items[data.shownConfigurations]) items[data.shownConfigurations].querySelector("a").focus();
     });
+    // The page's own rows, the build's: their headings get their buttons, the rows their "Show all".
+    renderHeads(field("mode").value !== "serve" ? "train" : data.speed ? "serve" : "plain", field("sort").value);
     shorten();
     var linked = new URLSearchParams(location.search).get("model");
     if (linked && linked !== "custom" && !presetOf(data, linked) && PRESET_ID.test(linked)) {
