@@ -165,7 +165,9 @@ def test_the_page_s_own_rows_sort_before_any_input(browser: Browser, site_url: s
     expect(page.locator("#calculator thead button")).to_have_count(3)
     page.get_by_role("button", name="Tokens par seconde", exact=True).click()
     expect(page.get_by_role("columnheader", name="Tokens par seconde", exact=True)).to_have_attribute("aria-sort", "descending")
-    expect(page.locator("#calc-order")).to_have_text("D’abord celle qui génère le plus de tokens par seconde (requêtes simultanées\u202f: 1).")
+    expect(page.locator("#calc-order")).to_have_text(
+        "D’abord celle qui génère le plus de tokens par seconde (requêtes simultanées\u202f: 1)."
+    )
     assert page.url.endswith("&sort=speed")
     page.close()
 
