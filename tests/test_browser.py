@@ -42,7 +42,7 @@ def test_a_reader_goes_from_the_home_page_to_renting_a_configuration(page: Page,
         expect(page.locator('[name="model"]')).to_have_value("qwen2.5-32b")
         expect(page.locator('[name="gpus"]')).to_have_value("4")
         expect(page.locator('[name="context"]')).to_have_value("8192")
-        comfortable = page.locator("#calc-options li").filter(has=page.locator(".comfortable")).first
+        comfortable = page.locator("#calc-options tr").filter(has=page.locator(".comfortable")).first
         expect(comfortable).to_contain_text("4 × RTX 3090")
         link = comfortable.get_by_role("link", name=rent)
         expect(link).to_have_attribute("href", "https://arrakis.example.org/rent?gpu=rtx-3090&count=4")

@@ -474,27 +474,28 @@ def test_each_mode(calculator: Page, mode: str):
         serving = python_serving(raw)
         expect(calculator.locator("#calc-parts li")).to_have_count(3)
         expect(calculator.locator("#calc-summary")).to_be_visible()
-        expect(calculator.locator("#calc-options li")).to_have_count(max(1, len(serving.fits)))
+        expect(calculator.locator("#calc-options tr")).to_have_count(max(1, len(serving.fits)))
         first = serving.fits[0]
         tag = "comfortable" if first.comfortable else "tight"
-        item = calculator.locator("#calc-options li").first
-        expect(item).to_contain_text(f"{first.configuration.count} × {first.configuration.gpu.name}")
+        item = calculator.locator("#calc-options tr").first
+        expect(item.locator("th")).to_have_text(f"{first.configuration.count} × {first.configuration.gpu.name} {tag}")
         expect(item.locator(f"span.{tag}")).to_have_text(tag)
         rule = "also holds" if first.comfortable else "holds these requests, not"
-        expect(item).to_contain_text(f"{tag} ({rule} {RULES.comfortable_requests} more")
+        expect(calculator.locator("#calc-legend")).to_contain_text(f"{tag} ({rule} {RULES.comfortable_requests} more")
         return
     found = python_tuning(raw).fits
     expect(calculator.locator("#calc-summary")).to_be_visible()
     # weights, gradients, optimizer, activations, CUDA context; and QLoRA's dequantized 16-bit copies
     expect(calculator.locator("#calc-parts li")).to_have_count(6 if mode == "qlora" else 5)
-    expect(calculator.locator("#calc-options li")).to_have_count(max(1, len(found)))
+    expect(calculator.locator("#calc-options tr")).to_have_count(max(1, len(found)))
     if found:
         first, tag = found[0].configuration, "tight" if found[0].tight else "comfortable"
-        item = calculator.locator("#calc-options li").first
-        expect(item).to_contain_text(f"{first.count} × {first.gpu.name}")
+        item = calculator.locator("#calc-options tr").first
+        expect(item.locator("th")).to_have_text(f"{first.count} × {first.gpu.name} {tag}")
+        expect(item.locator("td").nth(1)).to_have_text(Formats("en", CATALOG.snapshot.currency).gb(first.gpu.runtime_bytes / 1e9))
         expect(item.locator(f"span.{tag}")).to_have_text(tag)
         rule = "less than" if found[0].tight else "at least"
-        expect(item).to_contain_text(f"{tag} (with the allocator's 15% reserve, {rule} 10% of the card free)")
+        expect(calculator.locator("#calc-legend")).to_contain_text(f"{tag} (with the allocator's 15% reserve, {rule} 10% of the card free)")
 
 
 def result_value(page: Page, name: str) -> float:
@@ -646,11 +647,12 @@ def test_keyboard_alone_drives_the_calculator(calculator: Page):
     loaded(calculator)  # its preset file came
     order = []
     fits = len(python_serving(raw_state(last.id, "serve", last.release, "bf16", 1, 8192)).fits)
-    # After the fields: the rent link of each configuration shown (five at most), the show-all button, the link.
+    # After the fields: the results' heading (a link to itself, as every heading with an id), the three sorting
+    # headings, the rent link of each configuration shown (five at most), the show-all button, the speed method's link.
     listed = ["rent"] * min(fits, 5) + (["calc-more"] if fits > 5 else [])
-    # the lengths, the results' heading (a link to itself, as every heading with an id), the order, the speed method's link
-    speed = ["prompt", "output", "#calc-options-heading", "sort", "calc-method"]
+    speed = ["prompt", "output", "#calc-options-heading", "price", "speed", "cost", *listed, "calc-method"]
     expected = [
+        "SUMMARY",  # the architecture's fold, open on a desk
         *compute_calculator.ARCH_FIELDS,
         "config",
         "mode",
@@ -660,7 +662,6 @@ def test_keyboard_alone_drives_the_calculator(calculator: Page):
         "batch",
         "context",
         *speed,
-        *listed,
         "calc-link",
     ]
     for _ in expected:
@@ -668,7 +669,8 @@ def test_keyboard_alone_drives_the_calculator(calculator: Page):
         order.append(
             calculator.evaluate(
                 "document.activeElement.name || document.activeElement.id || document.activeElement.className"
-                " || document.activeElement.getAttribute('href')"
+                " || document.activeElement.getAttribute('href') || document.activeElement.dataset.sort"
+                " || document.activeElement.tagName"
             )
         )
     assert order == expected
@@ -807,7 +809,7 @@ def test_the_page_opens_with_the_same_result_the_script_computes(page: Page, sit
     default = RULES.calculator_defaults
     raw = raw_state(default["model"], default["mode"], default["weights"], default["kv"], default["batch"], default["context"])
     assert total(page) == python_total(raw)
-    assert page.locator("#calc-options li").count() == max(1, len(python_serving(raw).fits))
+    assert page.locator("#calc-options tr").count() == max(1, len(python_serving(raw).fits))
     for name in ("weights-gb", "kv-gb", "runtime-gb", "per-gpu-gb", "total-gb"):
         assert page.locator(f'[data-result="{name}"]').get_attribute("data-value")
 
@@ -819,23 +821,24 @@ def test_the_five_cheapest_configurations_then_show_all(calculator: Page, site_u
     assert len(fits) > 5
     prices = [fit.configuration.price_per_hour for fit in fits]
     assert prices == sorted(prices)
-    items = calculator.locator("#calc-options li")
+    items = calculator.locator("#calc-options tr")
     expect(items).to_have_count(len(fits))
-    expect(calculator.locator("#calc-options li:visible")).to_have_count(5)
+    expect(calculator.locator("#calc-options tr:visible")).to_have_count(5)
     first = fits[0].configuration
-    expect(items.first).to_contain_text(f"{first.count} × {first.gpu.name}, ${first.price_per_hour:.2f} per hour")
+    expect(items.first.locator("th")).to_contain_text(f"{first.count} × {first.gpu.name}")
+    expect(items.first.locator("td").first).to_have_text(f"${first.price_per_hour:.2f}")
     rent = items.first.get_by_role("link", name="Rent on Arrakis")
     expect(rent).to_have_attribute("href", f"https://arrakis.example.org/rent?gpu={first.gpu.id}&count={first.count}")
     more = calculator.get_by_role("button", name=f"Show all {len(fits)} configurations")
     more.click()
-    expect(calculator.locator("#calc-options li:visible")).to_have_count(len(fits))
+    expect(calculator.locator("#calc-options tr:visible")).to_have_count(len(fits))
     expect(more).to_be_hidden()
     last = fits[-1].configuration
     expect(items.last.get_by_role("link", name="Rent on Arrakis")).to_have_attribute(
         "href", f"https://arrakis.example.org/rent?gpu={last.gpu.id}&count={last.count}"
     )
     fill(calculator, "context", "32769")  # a new result is shortened again
-    expect(calculator.locator("#calc-options li:visible")).to_have_count(5)
+    expect(calculator.locator("#calc-options tr:visible")).to_have_count(5)
     expect(calculator.get_by_role("button", name=re.compile(r"^Show all \d+ configurations$"))).to_be_visible()
 
 
@@ -846,10 +849,10 @@ def test_without_javascript_every_configuration_is_listed(browser, site_url: str
     default = RULES.calculator_defaults
     raw = raw_state(default["model"], default["mode"], default["weights"], default["kv"], default["batch"], default["context"])
     fits = python_serving(raw).fits
-    expect(page.locator("#calc-options li:visible")).to_have_count(len(fits))
+    expect(page.locator("#calc-options tr:visible")).to_have_count(len(fits))
     expect(page.locator("#calc-more")).to_be_hidden()
     cheapest = fits[0].configuration
-    expect(page.locator("#calc-options li").first.get_by_role("link", name="Louer sur Arrakis")).to_have_attribute(
+    expect(page.locator("#calc-options tr").first.get_by_role("link", name="Louer sur Arrakis")).to_have_attribute(
         "href", f"https://arrakis.example.org/rent?gpu={cheapest.gpu.id}&count={cheapest.count}"
     )
     context.close()
@@ -860,5 +863,5 @@ def test_fine_tuning_configurations_go_cheapest_first(calculator: Page, site_url
     found = [h.configuration for h in python_tuning(raw_state("llama-3.1-70b", "qlora", "bf16", "bf16", 1, 8192)).fits]
     prices = [c.price_per_hour for c in found]
     assert prices == sorted(prices) and len(found) > 5
-    expect(calculator.locator("#calc-options li").first).to_contain_text(f"{found[0].count} × {found[0].gpu.name}")
-    expect(calculator.locator("#calc-options li:visible")).to_have_count(5)
+    expect(calculator.locator("#calc-options tr").first.locator("th")).to_contain_text(f"{found[0].count} × {found[0].gpu.name}")
+    expect(calculator.locator("#calc-options tr:visible")).to_have_count(5)

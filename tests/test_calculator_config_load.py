@@ -92,9 +92,9 @@ def test_a_link_with_extra_loads_the_reader_says_so_then_shows_the_python_figure
     caught(page, held).continue_()
     expect(page.locator("#calc-results")).not_to_have_attribute("aria-busy", "true")
     expect(total).to_have_attribute("data-value", compute_calculator.js_number(found.total_bytes / 1e9))
-    first = page.locator("#calc-options li").first
-    expect(first).to_contain_text(f"{fit.configuration.count} × {fit.configuration.gpu.name},")
-    expect(first.locator("small")).to_contain_text(f"{unit.number(pace.decode_tokens_per_s_per_request, 1)} tokens/s per request")
+    first = page.locator("#calc-options tr").first
+    expect(first.locator("th")).to_contain_text(f"{fit.configuration.count} × {fit.configuration.gpu.name} ")
+    expect(first.locator("td").nth(3)).to_have_text(unit.number(pace.decode_tokens_per_s_per_request, 1))  # tokens/s per request
     expect(page).to_have_url(link)  # the link's extra= kept as it came
     assert loads(requests) == ["config.js", "data", "words"]
 

@@ -174,21 +174,22 @@ def test_a_link_with_prompt_output_and_sort_shows_the_cheapest_per_token_first(c
     assert (fit.configuration.gpu.id, fit.configuration.count, fit.configuration.price_per_hour) == ("rtx-3090", 4, 0.76)
     assert pace.usd_per_million_output_tokens == min(p.usd_per_million_output_tokens for p in found.speeds)
     assert round(pace.decode_tokens_per_s_per_request, 3) == 47.158 and round(pace.aggregate_tokens_per_s, 3) == 112.047
-    first = calculator.locator("#calc-options li").first
-    expect(first).to_contain_text("4 × RTX 3090, $0.76 per hour")
-    expect(first.locator("small")).to_have_text(
-        "47.2 tokens/s per request, 112 in all, first token in 1.83 s, $1.884 per million output tokens ($0.191 input)"
-    )
+    first = calculator.locator("#calc-options tr").first
+    expect(first.locator("th")).to_contain_text("4 × RTX 3090 ")
+    # price per hour, tokens/s in all, US$ per million output tokens, tokens/s per request, first token (s), input
+    expect(first.locator("td")).to_have_text(["$0.76", "112", "$1.884", "47.2", "1.83", "$0.191", "Rent on Arrakis"])
+    expect(calculator.locator("#calc-best")).to_have_text("4 × RTX 3090, $0.76 per hour, 112 tokens/s")
+    expect(calculator.get_by_role("columnheader", name="US$ per million tokens", exact=True)).to_have_attribute("aria-sort", "ascending")
     expect(calculator.locator('[name="sort"]')).to_have_value("cost")
     expect(calculator.locator('[name="prompt"]')).to_have_value("2000")
     expect(calculator.locator("#calc-order")).to_have_text("Cheapest per million output tokens first (concurrent requests: 4).")
     note = calculator.locator("#calc-sorting .note")
     expect(note).to_contain_text("roofline model calibrated on published measurements of vLLM, TensorRT-LLM, SGLang and llama.cpp")
     expect(note.get_by_role("link", name="How speed is estimated")).to_have_attribute("href", "/en/methodology/#speed")
-    calculator.select_option('[name="sort"]', "speed")
+    calculator.get_by_role("button", name="Tokens per second", exact=True).click()
     expect(calculator).to_have_url(re.compile(r"sort=speed"))
     fastest = max(found.rows, key=lambda row: row[1].aggregate_tokens_per_s)[0].configuration
-    expect(calculator.locator("#calc-options li").first).to_contain_text(f"{fastest.count} × {fastest.gpu.name},")
+    expect(calculator.locator("#calc-options tr").first.locator("th")).to_contain_text(f"{fastest.count} × {fastest.gpu.name} ")
     expect(calculator.locator("#calc-order")).to_have_text("Most output tokens per second first (concurrent requests: 4).")
 
 
@@ -224,11 +225,11 @@ def test_without_javascript_each_configuration_shows_its_speed(browser, site_url
     default = compute_calculator.calculator_default(CATALOG, SHOP).serving
     assert default is not None and len(default.speeds) == len(default.fits)
     unit = Formats(lang, CATALOG.snapshot.currency)
-    lines = page.locator("#calc-options li small")
-    expect(lines).to_have_count(len(default.fits))
+    rows = page.locator("#calc-options tr")
+    expect(rows).to_have_count(len(default.fits))
     fit, pace = default.rows[0]
     assert fit == default.fits[0]  # opens on the price order
-    text = lines.first.inner_text()
+    text = rows.first.inner_text()
     for figure in (
         unit.number(pace.decode_tokens_per_s_per_request, 1),
         unit.number(pace.aggregate_tokens_per_s, 1),
@@ -266,14 +267,17 @@ def test_a_pasted_mla_config_shows_the_python_speed_and_keeps_it_in_its_link(cal
     found = compute_calculator.serving(CATALOG, SHOP, model, counted.release, "bf16", 1, 8192, 1)
     fit, pace = found.rows[0]
     unit, digits = Formats("en", CATALOG.snapshot.currency), compute_calculator.SPEED_DIGITS
-    line = (
-        f"{unit.number(pace.decode_tokens_per_s_per_request, 1)} tokens/s per request, {unit.number(pace.aggregate_tokens_per_s, 1)} in all, "
-        f"first token in {unit.number(pace.ttft_s, digits['seconds'])} s, "
-        f"{unit.money(pace.usd_per_million_output_tokens, digits['perMillion'])} per million output tokens "
-        f"({unit.money(pace.usd_per_million_input_tokens, digits['perMillion'])} input)"
-    )
-    first = calculator.locator("#calc-options li").first
-    expect(first).to_contain_text(f"{fit.configuration.count} × {fit.configuration.gpu.name},")
-    expect(first.locator("small")).to_have_text(line)
+    cells = [
+        unit.money(fit.configuration.price_per_hour),
+        unit.number(pace.aggregate_tokens_per_s, 1),
+        unit.money(pace.usd_per_million_output_tokens, digits["perMillion"]),
+        unit.number(pace.decode_tokens_per_s_per_request, 1),
+        unit.number(pace.ttft_s, digits["seconds"]),
+        unit.money(pace.usd_per_million_input_tokens, digits["perMillion"]),
+        "Rent on Arrakis",
+    ]
+    first = calculator.locator("#calc-options tr").first
+    expect(first.locator("th")).to_contain_text(f"{fit.configuration.count} × {fit.configuration.gpu.name} ")
+    expect(first.locator("td")).to_have_text(cells)
     calculator.goto(calculator.locator("#calc-link").input_value())
-    expect(calculator.locator("#calc-options li small").first).to_have_text(line)
+    expect(calculator.locator("#calc-options tr").first.locator("td")).to_have_text(cells)

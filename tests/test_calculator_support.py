@@ -27,5 +27,5 @@ def test_nf4_weights_run_on_no_gpu_in_the_pinned_vllm(calculator: Page):  # noqa
     before = note(calculator)
     calculator.select_option('[name="weights"]', "nf4")
     expect(calculator.locator("#calc-note")).to_have_text(f"{before} vLLM runs NF4 (bitsandbytes) weights on no GPU.")
-    expect(calculator.locator("#calc-options li").first).to_have_text("No configuration on offer holds it.")
+    expect(calculator.locator("#calc-options tr").first).to_have_text("No configuration on offer holds it.")
     assert CATALOG.rules.support is not None and CATALOG.rules.support.engines["vllm"].version == "0.33.0"

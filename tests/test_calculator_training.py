@@ -316,9 +316,11 @@ def test_the_issues_example_lora_on_llama_8b_at_4096_tokens_and_micro_batch_4(ca
     first = run.fits[0].configuration
     assert (first.gpu.id, first.count, first.price_per_hour) == ("rtx-pro-6000-blackwell", 1, 1.9)
     card = f"{first.gpu.runtime_bytes / 1e9:.1f}\u00a0GB"
-    expect(calculator.locator("#calc-options li").first).to_have_text(
-        f"1 × RTX PRO 6000, $1.90 per hour ({card} per card) comfortable (with the allocator's 15% reserve, at least 10% of the card free) "
-        "Rent on Arrakis"
+    expect(calculator.locator("#calc-options tr").first.locator("th, td")).to_have_text(
+        ["1 × RTX PRO 6000 comfortable", "$1.90", card, "Rent on Arrakis"]
+    )
+    expect(calculator.locator("#calc-legend")).to_contain_text(
+        "comfortable (with the allocator's 15% reserve, at least 10% of the card free)"
     )
     assert all(h.configuration.gpu.memory_gb > 24 for h in run.fits)
     assert {g.memory_gb for g in CATALOG.gpus} >= {24}

@@ -672,10 +672,16 @@
 
     function field(name) { return form.elements[name]; }
 
+    // The architecture's fields, folded on a phone (opened for a custom model, a pasted config.json or an error in
+    // them), open on a desk, where the result stays in view beside the inputs (calculator.css's two columns).
+    var arch = root.querySelector("#calc-arch");
+    if (matchMedia("(min-width: 64rem)").matches) arch.open = true;
+
     // Each field's error line gets its id and describes its field here: the page carries them bare (they are empty
     // until the script finds an error), which keeps it light.
     FIELDS.concat("config").forEach(function (f) {
-      var box = field(f).closest(".field").querySelector(".field-error");
+      var box = field(f).closest(".field");  // none for sort, a hidden field the table's headings set
+      box = box && box.querySelector(".field-error");
       if (!box) return;
       box.id = "calc-" + f + "-error";
       field(f).setAttribute("aria-describedby", box.id);
@@ -706,6 +712,7 @@
       var config = errors.extra || pasteError;
       root.querySelector("#calc-config-error").textContent = config ? message(config) : "";
       field("config").setAttribute("aria-invalid", config ? "true" : "false");
+      if (config || ARCH.some(function (f) { return errors[f]; })) arch.open = true;
     }
 
     function element(tag, content, attributes) {
@@ -841,6 +848,7 @@
         select.appendChild(new Option(nameOf(raw.model), raw.model));
       }
       writeForm(raw);
+      if (raw.model === "custom") arch.open = true;
       keepNotices(link.notices);
       if (raw.model !== "custom" || given === null) return;
       load("custom", function () {  // config.js checks extra=
@@ -854,6 +862,7 @@
 
     // A choice's words as the form shows them (an option's text), else the value itself, a number in the page's format.
     function shownChoice(name, value) {
+      if (name === "sort") return text.columns[data.sorts.indexOf(value) + 1];
       var options = field(name).options || [];
       for (var i = 0; i < options.length; i++) if (options[i].value === value) return options[i].textContent;
       return name === "model" ? nameOf(value) : /^\d+$/.test(value) ? number.format(Number(value)) : value;
@@ -921,9 +930,8 @@
       var found = data.speed ? window.gpumemSpeed.rows(data, s, need.fits).map(function (row) {
         return Object.assign({ speed: row.speed }, row.fit);
       }) : need.fits;
-      renderList(found, function (c) {
-        return fill(text.fitOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price) });
-      }, rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }), speedLine, claimOf(s));
+      renderList(data.speed ? "serve" : "plain", found, speedCells, claimOf(s), s.sort);
+      renderLegend(rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }));
       root.querySelector("#calc-order").textContent = fill(text.orders[s.sort], { requests: number.format(s.batch) });
       root.querySelector("#calc-lengths").textContent = fill(text.lengths, { prompt: number.format(s.prompt), output: number.format(s.output) });
       var counts = root.querySelector("#calc-counts");
@@ -964,9 +972,8 @@
       var run = window.gpumemTraining.train(data, s, s.training);
       renderTotal(s, run.perGpu, total, summary);
       renderParts(run.parts, run.perGpu / 1e9, { overhead: "cuda" });
-      renderList(run.fits, function (c) {
-        return fill(text.trainOption, { count: number.format(c.count), gpu: c.name, price: money.format(c.price), memory: gb(c.card / 1e9) });
-      }, text.trainRules);
+      renderList("train", run.fits, function (c) { return [gb(c.card / 1e9)]; });
+      renderLegend(text.trainRules);
       root.querySelector("#calc-counts").textContent = fill(text.trainCounts, { count: number.format(s.gpus) });
       root.querySelector("#calc-note").textContent = text.trainNote;
       var launch = root.querySelector("#calc-launch");
@@ -1002,11 +1009,11 @@
       return { tight: fill(text.tightRule, values), comfortable: fill(text.comfortableRule, values) };
     }
 
-    // A configuration's speed and cost per million tokens (serving).
-    function speedLine(c) {
+    // A configuration's speed and cost per million tokens (serving), in the columns after its price.
+    function speedCells(c) {
       var v = c.speed;
-      return element("small", fill(text.speedLine, { decode: number.format(v.decode), aggregate: number.format(v.aggregate),
-        ttft: rate.format(v.ttft), output: perMillion.format(v.outputCost), input: perMillion.format(v.inputCost) }));
+      return v ? [number.format(v.aggregate), perMillion.format(v.outputCost), number.format(v.decode), rate.format(v.ttft),
+        perMillion.format(v.inputCost)] : [];
     }
 
     // What a catalog model's serving rows claim their configurations hold (verdicts.serving_claim); none for a custom model.
@@ -1014,32 +1021,65 @@
       return s.model === "custom" ? "" : ["serve", s.model, s.weights, s.kv, s.context, s.batch].join(":");
     }
 
-    // A line per configuration found, its tag with the rule (serving's), its speed, and its rent link (with the
-    // workload it holds, `claim`), or the line saying none.
-    function renderList(found, line, rules, after, claim) {
-      var list = root.querySelector("#calc-options"), items = document.createDocumentFragment();
-      if (!found.length) items.appendChild(element("li", text.none));
+    // The table's headings for `columns` (text.columns: serve, plain or train), written again only when they change,
+    // so a heading's button keeps the focus; serving's price, speed and cost headings sort (the form's sort field,
+    // the one order the link, the rows and speed.js's rows() follow), each in Python's one direction.
+    var heads = "", DIRECTIONS = { price: "ascending", speed: "descending", cost: "ascending" };
+    function labels(columns) {
+      var all = text.columns, rent = all[all.length - 1];
+      return columns === "serve" ? all : columns === "plain" ? [all[0], all[1], rent] : [all[0], all[1], text.memoryColumn, rent];
+    }
+    function renderHeads(columns, sort) {
+      var row = root.querySelector("thead tr"), key = function (i) { return columns === "serve" && data.sorts[i - 1]; };
+      if (heads !== columns) {
+        heads = columns;
+        row.textContent = "";
+        labels(columns).forEach(function (label, i) {
+          var cell = row.appendChild(element("th", key(i) ? "" : label));
+          if (key(i)) cell.appendChild(element("button", label, { type: "button", "data-sort": key(i) }));
+        });
+      }
+      Array.prototype.forEach.call(row.cells, function (cell, i) {
+        if (key(i) === sort) cell.setAttribute("aria-sort", DIRECTIONS[sort]);
+        else cell.removeAttribute("aria-sort");
+      });
+    }
+
+    // A row per configuration found: its GPUs and tag, its price per hour, `cells(c)` (speed and cost, or memory per
+    // card) and its rent link (with the workload it holds, `claim`), or the row saying none; the brief above the
+    // result names the first one.
+    function renderList(columns, found, cells, claim, sort) {
+      var list = root.querySelector("#calc-options"), rows = document.createDocumentFragment(), first = found[0];
+      renderHeads(columns, sort);
+      if (!found.length) rows.appendChild(element("tr", "")).appendChild(element("td", text.none, { colspan: String(labels(columns).length) }));
       found.forEach(function (c) {
-        var tag = c.tight ? "tight" : "comfortable", item = element("li", line(c) + " ");
-        if (rules) {
-          item.appendChild(element("span", text[tag], { "class": tag }));
-          item.appendChild(document.createTextNode(" " + rules[tag] + " "));
-        }
-        if (after && c.speed) {
-          item.appendChild(after(c));
-          item.appendChild(document.createTextNode(" "));
-        }
-        item.appendChild(rentLink(c, claim));
-        items.appendChild(item);
+        var tag = c.tight ? "tight" : "comfortable", row = element("tr", ""), head = row.appendChild(element("th", number.format(c.count) + " × " + c.name + " "));
+        head.appendChild(element("span", text[tag], { "class": tag }));
+        [money.format(c.price)].concat(cells(c)).forEach(function (value) { row.appendChild(element("td", value)); });
+        row.appendChild(element("td", "")).appendChild(rentLink(c, claim));
+        rows.appendChild(row);
       });
       list.textContent = "";
-      list.appendChild(items);  // one change to the page, not one per line
+      list.appendChild(rows);  // one change to the page, not one per row
+      var values = first && { count: number.format(first.count), gpu: first.name, price: money.format(first.price) };
+      root.querySelector("#calc-best").textContent = !first ? text.none
+        : first.speed ? fill(text.bestLine, Object.assign(values, { speed: number.format(first.speed.aggregate) })) : fill(text.fitOption, values);
       shorten();
+    }
+
+    // Under the table: what comfortable and tight mean here.
+    function renderLegend(rules) {
+      var legend = root.querySelector("#calc-legend");
+      legend.textContent = "";
+      ["comfortable", "tight"].forEach(function (tag, i) {
+        legend.appendChild(element("span", text[tag], { "class": tag }));
+        legend.appendChild(document.createTextNode(" " + rules[tag] + (i ? "" : text.semicolon + " ")));
+      });
     }
 
     // The cheapest configurations only, and a button that shows every one.
     function shorten() {
-      var items = root.querySelector("#calc-options").children, more = root.querySelector("#calc-more");
+      var items = root.querySelector("#calc-options").rows, more = root.querySelector("#calc-more");
       var shown = data.shownConfigurations;
       Array.prototype.forEach.call(items, function (item, index) { item.hidden = index >= shown; });
       more.hidden = items.length <= shown;
@@ -1113,6 +1153,7 @@
       var name = event.target.name;
       settle(name);
       if (name !== "params" && ARCH.indexOf(name) >= 0) archOf = null;
+      if (name === "config" || field("model").value === "custom") arch.open = true;
       if (name === "config") {
         if (blocked && blocked.id === "custom") unblock();  // a paste in place of the link's extra=
         paste();
@@ -1130,7 +1171,14 @@
       render();
     }
     form.addEventListener("input", changed);
-    field("sort").addEventListener("input", changed);  // outside the form's markup (form="calc-form"), beside the list
+    // A sorting heading sets the form's sort field (the link's sort=) and shows the rows in its order.
+    root.querySelector("thead").addEventListener("click", function (event) {
+      var button = event.target.closest("button");
+      if (!button) return;
+      field("sort").value = button.getAttribute("data-sort");
+      settle("sort");
+      render();
+    });
     form.addEventListener("submit", function (event) { event.preventDefault(); });
     root.querySelector("#calc-copy").addEventListener("click", function () {
       var link = root.querySelector("#calc-link"), status = root.querySelector("#calc-copied");
@@ -1140,11 +1188,13 @@
       else { document.execCommand("copy"); done(); }
     });
     root.querySelector("#calc-more").addEventListener("click", function () {
-      var items = root.querySelector("#calc-options").children;
+      var items = root.querySelector("#calc-options").rows;
       Array.prototype.forEach.call(items, function (item) { item.hidden = false; });
       this.hidden = true;
       if (items[data.shownConfigurations]) items[data.shownConfigurations].querySelector("a").focus();
     });
+    // The page's own rows, the build's: their headings get their buttons, the rows their "Show all".
+    renderHeads(field("mode").value !== "serve" ? "train" : data.speed ? "serve" : "plain", field("sort").value);
     shorten();
     var linked = new URLSearchParams(location.search).get("model");
     if (linked && linked !== "custom" && !presetOf(data, linked) && PRESET_ID.test(linked)) {
