@@ -235,8 +235,7 @@ def test_the_training_fit_rule_tags_a_run_that_leaves_less_than_a_tenth_free(bui
     assert [o.held.tight for o in lora].count(True) == 2
     html = page(built_site, "en/guides/best-gpu-fine-tune-llama-70b")
     assert (
-        '<tr><th scope="row">2 × RTX PRO 6000, sharded with ZeRO-3 <span class="tight">tight: '
-        "102.3\xa0GB of 102.6\xa0GB</span></th>"
+        '<tr><th scope="row">2 × RTX PRO 6000, sharded with ZeRO-3 <span class="tight">tight: 102.3\xa0GB of 102.6\xa0GB</span></th>'
     ) in html
 
 

@@ -5,6 +5,9 @@ languages, on the models index, a model page, a GPU page, the self-hosting guide
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from playwright.sync_api import Browser
 
 # The English pages; each one's four other languages are its rel=alternate links.
@@ -61,7 +64,11 @@ def test_every_deciding_column_is_in_view_or_signalled(browser: Browser, site_ur
         page = context.new_page()
         for english in PAGES:
             page.goto(f"{site_url}{english}")
-            links = dict(page.eval_on_selector_all('link[rel=alternate][hreflang]', "links => links.map(l => [l.hreflang, new URL(l.href).pathname])"))
+            links = dict(
+                page.eval_on_selector_all(
+                    "link[rel=alternate][hreflang]", "links => links.map(l => [l.hreflang, new URL(l.href).pathname])"
+                )
+            )
             for lang in LANGUAGES:
                 path = links[lang]
                 page.goto(f"{site_url}{path}")
@@ -88,3 +95,23 @@ def test_the_problems_are_named_by_page_table_and_column():
         "1280 px, /en/x/: table «Speed»: column «Per million» lies outside the viewport",
         "1280 px, /en/x/: table «Fits»: column «BF16» lies outside the viewport",
     ]
+
+
+HINTS = {"es": "Deslizar →", "en": "Scroll →", "pt": "Deslizar →", "fr": "Défiler →", "de": "Scrollen →"}
+
+
+def test_every_table_of_the_site_marks_its_deciding_columns_and_carries_the_hint(built_site: Path):
+    """The mark the layout and the browser test key on is in the markup of every table, not guessed from its place."""
+    unmarked, tables = [], 0
+    for path in sorted(built_site.rglob("*.html")):
+        html = path.read_text()
+        lang = re.search(r'<html lang="([a-z]+)">', html).group(1)
+        for table in re.findall(r"<table\b.*?</table>", html, re.S):
+            tables += 1
+            caption = re.search(r"<caption[^>]*>(.*?)</caption>", table, re.S).group(1)
+            if not caption.endswith(f" <small>{HINTS[lang]}</small>"):
+                unmarked.append(f"{path.relative_to(built_site)}: «{caption}» has no hint")
+            if not re.search(r'<th\b[^>]*\bclass="(?:[^"]* )?key\b', table):
+                unmarked.append(f"{path.relative_to(built_site)}: «{caption}» marks no deciding column")
+    assert unmarked == []
+    assert tables > 1000
