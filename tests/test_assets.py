@@ -228,6 +228,7 @@ def test_the_built_scripts_and_styles_are_the_minified_sources(built_site: Path)
         ("tables.js", minify_script),
         ("style.css", minify_css),
         ("tables.css", minify_css),
+        ("charts.css", minify_css),
     ):
         expected = minify((REPO / "templates/static" / name).read_text()).encode()
         assert published(built_site, name).read_bytes() == expected

@@ -88,7 +88,7 @@ def test_the_models_caption_and_note_state_the_workload(built_site):
     html = (built_site / "en/models/index.html").read_text()
     assert (
         "Memory to serve each model in its release format, one request of 8,192 tokens or of its native context when shorter, "
-        "and the cheapest configuration on offer</caption>"
+        "and the cheapest configuration on offer <small>Scroll →</small></caption>"
     ) in html
     assert "Comfortable: the configuration also holds 3 more requests of the same length. Tight: it holds this one, not 3 more." in html
 

@@ -199,6 +199,7 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
                     "api.js",
                     "calculator.css",
                     "calculator.js",
+                    "charts.css",
                     "config.js",
                     "copy.js",
                     "favicon.svg",

@@ -308,25 +308,16 @@ class Rows:
         tag = self.training_fit_tag(held)
         return Markup(f'<span class="config">{self.config_line(held)}</span> <span class="price">{price}</span> {tag}')
 
-    @property
-    def comfortable_free(self) -> float:
-        training = self.catalog.rules.training
-        return training.fit.comfortable_free if training is not None and training.fit is not None else 0.0
-
     def training_fit_tag(self, held: Held) -> Markup:
-        """The training fit rule's verdict on one configuration, the rule written beside it (rules.yaml training_fit)."""
-        _, f, need = self._, self.f, held.need
-        memory = held.configuration.gpu.runtime_bytes
-        values = dict(
-            footprint=f.gb(need.footprint_bytes_per_gpu / 1e9),
-            memory=f.gb(memory / 1e9),
-            reserve=f.percent(need.allocator_reserve),
-            free=f.percent(self.comfortable_free),
-        )
+        """The training fit rule's verdict on one configuration (rules.yaml training_fit): the footprint with the
+        allocator's reserve, of the card's memory. The rule itself (the reserve, the free share) is said once, in
+        the sentence before the table (_finetune.html fit_rule_sentence), not in every cell: the cells stay narrow."""
+        _, f = self._, self.f
+        values = dict(footprint=f.gb(held.need.footprint_bytes_per_gpu / 1e9), memory=f.gb(held.configuration.gpu.runtime_bytes / 1e9))
         if held.tight:
-            text = _("tight: with the allocator's %(reserve)s reserve, %(footprint)s of %(memory)s, less than %(free)s free", **values)
+            text = _("tight: %(footprint)s of %(memory)s", **values)
             return Markup(f'<span class="tight">{text}</span>')
-        text = _("comfortable: with the allocator's %(reserve)s reserve, %(footprint)s of %(memory)s, at least %(free)s free", **values)
+        text = _("comfortable: %(footprint)s of %(memory)s", **values)
         return Markup(f'<span class="comfortable">{text}</span>')
 
     def finetune_rows(self, t: ModelTuning) -> Markup:
