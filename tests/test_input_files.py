@@ -130,7 +130,8 @@ def test_gpumem_serve_rebuilds_on_a_save_below_linked_folders_and_serves_it(inpu
         assert server.line() == "watching the sources (inotify); open pages reload after each build\n"
         assert server.line().startswith("rebuilt: 752 written, 0 removed in ")
         edit(kept / "de/home.md", "\ntitle: ", "\ntitle: Die ")
-        assert server.line().startswith("rebuilt: 5 written, 3 removed in ")  # the page and 4 files of the search index, 3 of them under new names
+        # the page and 4 files of the search index, 3 of them under new names
+        assert server.line().startswith("rebuilt: 5 written, 3 removed in ")
         assert "<title>Die " in fetch(base + "de/")
         edit(kept / "prices" / SNAPSHOT, PRICE, CHEAPER)
         assert server.line().startswith("rebuilt: 155 written, 0 removed in ")
