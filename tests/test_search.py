@@ -5,6 +5,7 @@ the search script; and, in Chromium, a search in English and in Spanish finding 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -114,11 +115,25 @@ def test_pagefind_runs_again_only_when_a_document_changes(tmp_path: Path, monkey
     renamed = [pages[0], Indexed("es/a/index.html", "es", PAGE.replace("How to start it", "Cómo arrancarlo").encode())]
     changed = SearchIndex(tmp_path).files(renamed)
     assert changed != made and runs == [2, 2]
-    assert len(list(tmp_path.glob("search-*.zip"))) == 1  # the earlier index removed from the cache
+    assert len(list(tmp_path.glob("search-*.zip"))) == 2  # the earlier index kept beside it
     preview = SearchIndex(None)  # the preview's, kept in its process
     assert preview.files(renamed) == changed and runs == [2, 2, 2]
     monkeypatch.setattr(search, "document", lambda lang, page: pytest.fail("a page read again"))
     assert preview.files(renamed) is preview.last[1] and runs == [2, 2, 2]  # the same pages' bytes: nothing read or run
+
+
+def test_the_cache_keeps_the_last_four_indexes_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(search, "run_pagefind", lambda documents: {"pagefind/x": "".join(documents.values()).encode()})
+    seen: set[Path] = set()
+    for n in range(6):
+        SearchIndex(tmp_path).files([Indexed("en/a/index.html", "en", PAGE.replace("How to start", f"Start {n}").encode())])
+        for made in set(tmp_path.glob("search-*.zip")) - seen:  # one second apart: a file system's clock may tick slower
+            os.utime(made, (1_000_000 + n, 1_000_000 + n))
+            seen.add(made)
+    assert len(list(tmp_path.glob("search-*.zip"))) == 4
+    monkeypatch.setattr(search, "run_pagefind", lambda documents: pytest.fail("ran again"))
+    first = [Indexed("en/a/index.html", "en", PAGE.replace("How to start", "Start 2").encode())]
+    assert b"Start 2" in SearchIndex(tmp_path).files(first)["pagefind/x"]  # among the four last
 
 
 def test_a_failing_pagefind_is_a_build_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):

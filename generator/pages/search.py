@@ -35,6 +35,7 @@ from pathlib import Path
 from gpumem.errors import BuildError
 
 FOLDER = "pagefind"  # where the index is published, below the site's root
+KEPT = 4  # indexes kept in the cache folder, the last used
 ENTRY = "pagefind-entry.json"
 # Pagefind writes its own interfaces too; the site's search page has its own script (templates/static/search.js),
 # so they are not published.
@@ -83,11 +84,14 @@ class SearchIndex:
     def _cached(self, key: str) -> dict[str, bytes] | None:
         if self.cache is None:
             return None
+        path = self.cache / f"search-{key}.zip"
         try:
-            with zipfile.ZipFile(self.cache / f"search-{key}.zip") as archive:
-                return {f"{FOLDER}/{name}": archive.read(name) for name in archive.namelist()}
+            with zipfile.ZipFile(path) as archive:
+                files = {f"{FOLDER}/{name}": archive.read(name) for name in archive.namelist()}
+            os.utime(path)  # used: the last to go
         except (OSError, zipfile.BadZipFile, KeyError):
             return None
+        return files
 
     def _indexed(self, key: str, documents: dict[str, str]) -> dict[str, bytes]:
         files = run_pagefind(documents)
@@ -172,17 +176,19 @@ def sorted_entry(raw: bytes) -> bytes:
 
 
 def keep(cache: Path, key: str, files: dict[str, bytes]) -> None:
-    """The index in the cache as one archive named by its key, the earlier ones removed; a failure only costs
-    the next build a run of Pagefind."""
+    """The index in the cache as one archive named by its key, written whole (a temporary file renamed), beside the
+    KEPT last used (builds that alternate between two sets of pages, say two branches, each find theirs); a failure
+    only costs the next build a run of Pagefind."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
         for name in sorted(files):
             archive.writestr(zipfile.ZipInfo(name.removeprefix(f"{FOLDER}/"), (1980, 1, 1, 0, 0, 0)), files[name])
     try:
-        for old in cache.glob("search-*.zip"):
-            old.unlink()
         with tempfile.NamedTemporaryFile(dir=cache, prefix=".search-", delete=False) as temporary:
             temporary.write(buffer.getvalue())
         os.replace(temporary.name, cache / f"search-{key}.zip")
+        archives = sorted(cache.glob("search-*.zip"), key=lambda path: path.stat().st_mtime_ns, reverse=True)
+        for old in archives[KEPT:]:
+            old.unlink()
     except OSError:
         pass
