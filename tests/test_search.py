@@ -144,6 +144,13 @@ def test_a_failing_pagefind_is_a_build_error(monkeypatch: pytest.MonkeyPatch, tm
     with pytest.raises(search.BuildError) as failed:
         run_pagefind(DOCUMENTS)
     assert failed.value.lines == ["search index: pagefind exited with 3: Error: no html"]
+    monkeypatch.setattr(search, "executable", lambda: tmp_path / "missing")
+    with pytest.raises(search.BuildError) as missing:
+        run_pagefind(DOCUMENTS)
+    assert missing.value.lines == [
+        f"search index: cannot run Pagefind ([Errno 2] No such file or directory: '{tmp_path}/missing'); "
+        "`bash scripts/setup` installs pagefind-bin"
+    ]
 
 
 def found(page: Page, base: str, path: str, words: str) -> None:

@@ -154,8 +154,11 @@ def run_pagefind(documents: dict[str, str]) -> dict[str, bytes]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(documents[output], encoding="utf-8")
         environment = {name: value for name, value in os.environ.items() if not name.startswith("PAGEFIND_")}
-        command = [str(executable()), "--site", str(site), "--output-path", str(out), "--silent"]
-        ran = subprocess.run(command, cwd=root, env=environment, capture_output=True, text=True, check=False)
+        try:
+            command = [str(executable()), "--site", str(site), "--output-path", str(out), "--silent"]
+            ran = subprocess.run(command, cwd=root, env=environment, capture_output=True, text=True, check=False)
+        except (ImportError, OSError) as error:  # no wheel, or none with a binary for this machine
+            raise BuildError([f"search index: cannot run Pagefind ({error}); `bash scripts/setup` installs pagefind-bin"]) from None
         if ran.returncode != 0:
             said = (ran.stderr or ran.stdout).strip()
             raise BuildError([f"search index: pagefind exited with {ran.returncode}: {said}"])
