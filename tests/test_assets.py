@@ -167,7 +167,7 @@ def test_a_template_linking_to_a_missing_asset_fails_the_build(inputs: Path):
     with pytest.raises(BuildError) as caught:
         build(project_options(inputs, catalogs=inputs / "catalogs"), now=NOW)
     assert caught.value.lines[0] == "templates/home.html: es/index.html: ValueError: assets/styles.css: no such file in templates/static"
-    assert len(caught.value.lines) == 335 and all(
+    assert len(caught.value.lines) == 340 and all(
         line.endswith(": assets/styles.css: no such file in templates/static") for line in caught.value.lines
     )
 
@@ -194,7 +194,7 @@ def test_the_built_site_has_its_headers_and_links_only_published_assets(built_si
     short = "  Cache-Control: public, max-age=0, must-revalidate\n"
     assert (built_site / "_headers").read_text() == (
         "/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n"
-        + "".join(f"/{lang}/*\n{short}" for lang in ("de", "en", "es", "fr", "pt"))
+        + "".join(f"/{folder}/*\n{short}" for folder in ("de", "en", "es", "fr", "pagefind", "pt"))  # pagefind/: the search index
         + "".join(f"{path}\n{short}" for path in ("/", "/404.html", "/index.html", "/robots.txt", "/sitemap.xml"))
     )
     sources = sorted(path.name for path in (REPO / "templates/static").iterdir())
@@ -229,6 +229,8 @@ def test_the_built_scripts_and_styles_are_the_minified_sources(built_site: Path)
         ("style.css", minify_css),
         ("tables.css", minify_css),
         ("charts.css", minify_css),
+        ("search.js", minify_script),
+        ("search.css", minify_css),
     ):
         expected = minify((REPO / "templates/static" / name).read_text()).encode()
         assert published(built_site, name).read_bytes() == expected

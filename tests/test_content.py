@@ -152,7 +152,7 @@ def build_with_snapshot(root: Path, text: str) -> dict[str, str]:
     collapsed (no-break spaces kept), by path."""
     (root / "catalogs/prices" / SNAPSHOT).write_text(text)
     result = build(options_for(root), now=NOW)
-    assert result.pages == 342
+    assert result.pages == 347
     return {str(p.relative_to(root / "site")): re.sub(r"[ \n]+", " ", p.read_text()) for p in (root / "site").rglob("index.html")}
 
 

@@ -31,6 +31,7 @@ DECLARED = [
     "jinja2",
     "markdown",
     "markupsafe",
+    "pagefind_bin",
     "pyyaml",
     "safetensors",
     "tdewolff_minify",
@@ -41,7 +42,7 @@ DECLARED = [
 @pytest.fixture(scope="module")
 def built_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A whole project folder, built once for the module; no test changes it. Its catalogs are the golden
-    fixture's (3 models, 3 GPUs: 102 pages in the project's 5 languages), so each of the module's builds takes
+    fixture's (3 models, 3 GPUs: 107 pages in the project's 5 languages), so each of the module's builds takes
     a fraction of the fixture site's time and meets every kind of input and page."""
     root = copy_project(tmp_path_factory.mktemp("built"), GOLDEN / "catalogs")
     build(project_options(root), now=NOW)
@@ -147,21 +148,24 @@ EVERYTHING = ["read_catalog", *["compile_translations"] * 5, "site_figures"]  # 
 
 
 @pytest.mark.parametrize(
-    "path, old, new, expected",
+    "path, old, new, expected, written",
     [
-        ("content/fr/prices.md", "\ntitle: ", "\ntitle: Les ", ["fr/prix/index.html"]),
-        ("content/de/home.md", "\ntitle: ", "\ntitle: Die ", ["de/index.html"]),
-        ("content/en/guide-vram.md", "\ndescription: ", "\ndescription: The ", ["en/guides/llm-vram/index.html"]),
+        # a title or a description is in the search index: the page and 4 of its files (the entry, the language's
+        # metadata and word index, the page's fragment) are written
+        ("content/fr/prices.md", "\ntitle: ", "\ntitle: Les ", ["fr/prix/index.html"], 5),
+        ("content/de/home.md", "\ntitle: ", "\ntitle: Die ", ["de/index.html"], 5),
+        ("content/en/guide-vram.md", "\ndescription: ", "\ndescription: The ", ["en/guides/llm-vram/index.html"], 5),
+        ("content/en/home.md", "Three questions", "Three plain questions", ["en/index.html"], 1),  # prose is not
     ],
 )
 def test_in_the_preview_one_content_edit_renders_its_page_alone_and_computes_nothing(
-    project, preview, monkeypatch, path, old, new, expected
+    project, preview, monkeypatch, path, old, new, expected, written
 ):
     folder, session, computing = preview
     rendered = rendered_pages(monkeypatch)
     edit(project / path, old, new)
     result = build(project_options(project, out=folder), now=NOW, session=session)
-    assert (rendered, result.rendered, result.summary.written, computing) == (expected, 1, 1, [])
+    assert (rendered, result.rendered, result.summary.written, computing) == (expected, 1, written, [])
     assert same_as_a_clean_build(project, folder)
 
 
@@ -170,8 +174,8 @@ def test_in_the_preview_a_translation_edit_renders_its_language_alone(project, p
     rendered = rendered_pages(monkeypatch)
     edit(project / "translations/pt/LC_MESSAGES/messages.po", 'msgstr "Pular para o conteúdo"', 'msgstr "Ir para o conteúdo"')
     result = build(project_options(project, out=folder), now=NOW, session=session)
-    assert len(rendered) == 19 and all(output.startswith("pt/") for output in rendered)
-    assert result.rendered == 19 + 3  # and its 404 page, and the language choice and the 404 page at the top, which show every language
+    assert len(rendered) == 20 and all(output.startswith("pt/") for output in rendered)
+    assert result.rendered == 20 + 3  # and its 404 page, and the language choice and the 404 page at the top, which show every language
     assert computing == EVERYTHING  # the strings are compiled with the figures
     assert same_as_a_clean_build(project, folder)
 
@@ -183,7 +187,7 @@ def test_in_the_preview_nothing_changed_renders_nothing_and_a_price_renders_ever
     assert (rendered, quiet.rendered, quiet.summary.written, computing) == ([], 0, 0, [])
     edit(project / f"catalogs/prices/{SNAPSHOT}", "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 2.05,")
     result = build(project_options(project, out=folder), now=NOW, session=session)
-    assert (len(rendered), result.rendered, computing) == (95, 102, EVERYTHING)
+    assert (len(rendered), result.rendered, computing) == (100, 107, EVERYTHING)
     assert same_as_a_clean_build(project, folder)
 
 
@@ -247,7 +251,7 @@ def test_the_no_change_check_loads_no_template_engine(project):
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     summary, modules = done.stdout.splitlines()
-    assert summary.startswith("102 pages, 0 rendered; 0 files written, 127 unchanged, 0 removed in ") and modules == "[]"
+    assert summary.startswith("107 pages, 0 rendered; 0 files written, 249 unchanged, 0 removed in ") and modules == "[]"
 
 
 def test_an_old_snapshot_warns_on_every_rebuild_and_strict_refuses_it(project):
@@ -290,7 +294,7 @@ def test_force_renders_although_nothing_changed(project, monkeypatch):
     assert (calls, quiet.summary.written) == ([], 0)
     rendered = rendered_pages(monkeypatch)
     forced = build(project_options(project, force=True), now=NOW)
-    assert (calls, forced.summary.written, forced.summary.unchanged, len(rendered)) == ([1], 0, 127, 95)
+    assert (calls, forced.summary.written, forced.summary.unchanged, len(rendered)) == ([1], 0, 249, 100)
 
 
 def test_the_library_versions_are_those_importlib_metadata_reads():

@@ -16,4 +16,5 @@ def test_fixture_site_matches_the_committed_pages(tmp_path):
     if built != expected:
         diff = difflib.unified_diff(expected.splitlines(), built.splitlines(), "expected.txt", "built", lineterm="", n=2)
         raise AssertionError("\n".join(list(diff)[:40]) + "\n(run .venv/bin/python -m tests.golden.update if this change is intended)")
-    assert built.count("\n=== ") + 1 == 25  # 21 pages, sitemap.xml, robots.txt, _headers and the one language's 404 page
+    # 22 pages (the search page among them), sitemap.xml, robots.txt, _headers and the one language's 404 page
+    assert built.count("\n=== ") + 1 == 26

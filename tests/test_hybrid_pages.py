@@ -1,7 +1,7 @@
 """Issue 23's models on the pages: two hybrids, chunked local attention and sparse MLA with multi-token prediction,
 each with its own paragraph in every language, and no English word left on the other languages' pages.
 
-The project is the golden fixture's (3 models, 102 pages) with the four entries of tests/fixtures/models-2026.yaml
+The project is the golden fixture's (3 models, 107 pages) with the four entries of tests/fixtures/models-2026.yaml
 appended to its models.yaml, built once for the module.
 """
 

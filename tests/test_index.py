@@ -128,7 +128,7 @@ def test_the_index_figures_are_the_model_pages_own():
 
 def test_every_page_has_both_indexes_in_its_navigation(built_site):
     pages = sorted(built_site.glob("*/**/index.html"))
-    assert len(pages) == 335
+    assert len(pages) == 340
     for path in pages:
         lang = path.relative_to(built_site).parts[0]
         models, gpus = INDEXES[lang]

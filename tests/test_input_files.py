@@ -20,7 +20,7 @@ from .test_serve import Server, changed_within, fetch
 
 PRICE, CHEAPER = "price_per_gpu_hour: 2.07,", "price_per_gpu_hour: 2.05,"  # an offer of the fixture snapshot, on the prices page
 GERMAN = "de/index.html"
-# The golden fixture's catalogs (3 models, 3 GPUs: 102 pages in the 5 languages) for the linked project: an offer of its
+# The golden fixture's catalogs (3 models, 3 GPUs: 107 pages in the 5 languages) for the linked project: an offer of its
 # snapshot, on the prices page.
 GOLDEN_PRICE, GOLDEN_CHEAPER = "price_per_gpu_hour: 1.99,", "price_per_gpu_hour: 1.95,"
 
@@ -64,10 +64,10 @@ def test_a_build_publishes_each_change_below_a_linked_folder(linked):
     edit(linked / "catalogs/prices" / SNAPSHOT, GOLDEN_PRICE, GOLDEN_CHEAPER)
     result = build(project_options(linked), now=NOW)
     assert "$1.95" in (linked / "site/en/prices/index.html").read_text()
-    assert (result.rendered, result.summary.written) == (102, 50)
+    assert (result.rendered, result.summary.written) == (107, 50)  # prices are not in the search index
     edit(linked / "content/de/home.md", "\ntitle: ", "\ntitle: Die ")
     result = build(project_options(linked), now=NOW)
-    assert (result.rendered, result.summary.written) == (102, 1)
+    assert (result.rendered, result.summary.written) == (107, 5)  # the page, and 4 files of the search index: its title changed
     assert "<title>Die " in (linked / "site" / GERMAN).read_text()
     build(project_options(linked, out=linked / "clean", force=True), now=NOW)
     assert tree(linked / "site") == tree(linked / "clean")
@@ -78,11 +78,11 @@ def test_the_preview_renders_each_change_below_a_linked_folder(linked):
     build(project_options(linked, out=out), now=NOW, session=session)
     edit(linked / "content/de/home.md", "\ntitle: ", "\ntitle: Die ")
     result = build(project_options(linked, out=out), now=NOW, session=session)
-    assert (result.rendered, result.summary.written) == (1, 1)
+    assert (result.rendered, result.summary.written) == (1, 5)  # the page, and 4 files of the search index: its title changed
     assert "<title>Die " in (out / GERMAN).read_text()
     edit(linked / "catalogs/prices" / SNAPSHOT, GOLDEN_PRICE, GOLDEN_CHEAPER)
     result = build(project_options(linked, out=out), now=NOW, session=session)
-    assert result.rendered == 102
+    assert result.rendered == 107
     assert "$1.95" in (out / "en/prices/index.html").read_text()
 
 
@@ -128,9 +128,10 @@ def test_gpumem_serve_rebuilds_on_a_save_below_linked_folders_and_serves_it(inpu
     try:
         base = server.line().split(" on ")[1].split(" ")[0]  # listening before the first build
         assert server.line() == "watching the sources (inotify); open pages reload after each build\n"
-        assert server.line().startswith("rebuilt: 392 written, 0 removed in ")
+        assert server.line().startswith("rebuilt: 754 written, 0 removed in ")
         edit(kept / "de/home.md", "\ntitle: ", "\ntitle: Die ")
-        assert server.line().startswith("rebuilt: 1 written, 0 removed in ")
+        # the page and 4 files of the search index, 3 of them under new names
+        assert server.line().startswith("rebuilt: 5 written, 3 removed in ")
         assert "<title>Die " in fetch(base + "de/")
         edit(kept / "prices" / SNAPSHOT, PRICE, CHEAPER)
         assert server.line().startswith("rebuilt: 155 written, 0 removed in ")

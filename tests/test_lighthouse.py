@@ -1,4 +1,4 @@
-"""Lighthouse 12 in Debian's Chromium on the Spanish main guide and calculator, against the budgets
+"""Lighthouse 12 in Debian's Chromium on the Spanish main guide and calculator and the English search page, against the budgets
 that do not depend on the machine's load: accessibility, best practices and SEO. The performance
 score is a timing, budgeted in `benchmarks.lighthouse` (docs/developer-guide/performance.md)."""
 
@@ -12,7 +12,7 @@ UNTIMED = tuple(name for name in BUDGETS if name not in TIMED)
 
 
 @pytest.mark.parametrize("preset", ["mobile", "desktop"])
-@pytest.mark.parametrize("path", ["/es/guias/memoria-gpu/", "/es/calculadora/"])
+@pytest.mark.parametrize("path", ["/es/guias/memoria-gpu/", "/es/calculadora/", "/en/search/"])
 def test_lighthouse_scores_meet_the_budgets(site_url: str, path: str, preset: str):
     found = scores(site_url + path, preset, UNTIMED)
     assert sorted(found) == ["accessibility", "best-practices", "seo"]

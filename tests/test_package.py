@@ -42,7 +42,7 @@ def test_the_installed_command_builds_a_project_folder(installed, tmp_path):
     done = run_installed(installed, project, "build")
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[0] == str(installed / "gpumem/__init__.py")
-    assert done.stdout.startswith("342 pages, 342 rendered; 392 files written, 0 unchanged, 0 removed in ")
+    assert done.stdout.startswith("347 pages, 347 rendered; 754 files written, 0 unchanged, 0 removed in ")
     assert (project / "site/es/guias/memoria-gpu/index.html").is_file()
     elsewhere = run_installed(installed, tmp_path, "--project", str(project), "check")
     assert elsewhere.returncode == 0, elsewhere.stderr
@@ -75,6 +75,7 @@ def test_every_library_the_code_imports_is_declared():
         "ghp_import": "ghp-import",
         "safetensors": "safetensors",
         "gguf": "gguf",
+        "pagefind_bin": "pagefind-bin",
     }
     imported = set()
     for source in (REPO / "generator").rglob("*.py"):

@@ -22,6 +22,7 @@ SITE = Site(
         "guide-inference": {"es": "guias/mejor-gpu-inferencia-llm", "en": "guides/best-gpu-llm-inference"},
         "model": {"es": "modelos", "en": "models"},
         "gpu": {"es": "gpus", "en": "gpus"},
+        "search": {"es": "buscar", "en": "search"},
     },
     stale_after_days=7,
 )
@@ -32,7 +33,7 @@ SUBJECTS = {"models": ["llama-3.1-70b", "phi-4"], "gpus": ["h100-sxm"]}
 
 def test_every_kind_and_subject_in_every_language():
     pages = plan_pages(SITE, SUBJECTS)
-    assert len(pages) == 2 * (13 + 2 + 1)
+    assert len(pages) == 2 * (14 + 2 + 1)
     assert [p.url for p in pages if p.key == "model"] == [
         "es/modelos/llama-3.1-70b/",
         "en/models/llama-3.1-70b/",
@@ -52,6 +53,7 @@ def test_every_kind_and_subject_in_every_language():
         "gpus.html",
         "model.html",
         "gpu.html",
+        "search.html",
     }
     assert [p.shows_prices for p in pages if p.lang == "en" and not p.subject] == [
         False,
@@ -67,6 +69,7 @@ def test_every_kind_and_subject_in_every_language():
         True,
         True,
         True,
+        False,
     ]
 
 
@@ -81,6 +84,8 @@ def test_fixed_spanish_and_english_urls():
     assert pages[("guide-api", "en")].url == "en/guides/self-hosting-vs-api/"
     assert pages[("guide-inference", "es")].url == "es/guias/mejor-gpu-inferencia-llm/"
     assert pages[("guide-inference", "en")].url == "en/guides/best-gpu-llm-inference/"
+    assert pages[("search", "es")].url == "es/buscar/"
+    assert pages[("search", "en")].output == "en/search/index.html"
 
 
 def test_every_page_lists_all_translations_and_x_default():
@@ -131,4 +136,5 @@ def test_index_pages_take_the_route_of_their_kind_without_a_subject():
         "guide-inference",
         "model",
         "gpu",
+        "search",
     )

@@ -203,6 +203,8 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
                     "config.js",
                     "copy.js",
                     "favicon.svg",
+                    "search.css",
+                    "search.js",
                     "speed.js",
                     "style.css",
                     "tables.css",
@@ -214,6 +216,7 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
             *(str(p.relative_to(site)) for p in (site / "assets").glob("presets.*.json")),
             *(str(p.relative_to(site)) for p in (site / "assets").glob("config-data.*/*.json")),  # config.js's data and words
             *(str(p.relative_to(site)) for p in (site / "assets").glob("config-data.*.json")),
+            *(str(p.relative_to(site)) for p in (site / "pagefind").rglob("*") if p.is_file()),  # the search index: no prices
             "index.html",
             "robots.txt",
             "sitemap.xml",
@@ -236,6 +239,11 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
                 ("pt", "metodologia/fontes"),
                 ("fr", "methodologie/sources"),
                 ("de", "methodik/quellen"),
+                ("es", "buscar"),
+                ("en", "search"),
+                ("pt", "pesquisa"),
+                ("fr", "recherche"),
+                ("de", "suche"),
             ]
         ]
     )

@@ -21,8 +21,8 @@ XHTML = "{http://www.w3.org/1999/xhtml}"
 
 def test_every_page_exists_in_every_language(built_site):
     inputs = gather(fixture_options(), now=NOW)
-    per_language = 13 + len(inputs.catalog.models) + len(inputs.catalog.gpus)  # 11 kinds, 2 indexes, each model and GPU
-    assert per_language == 67
+    per_language = 14 + len(inputs.catalog.models) + len(inputs.catalog.gpus)  # 12 kinds, 2 indexes, each model and GPU
+    assert per_language == 68
     for lang in LANGUAGES:
         assert len(list((built_site / lang).rglob("index.html"))) == per_language
     for name in ("index.html", "404.html", "sitemap.xml", "robots.txt", "_headers"):
@@ -69,7 +69,7 @@ def test_sitemap_lists_every_page_with_reciprocal_alternates(built_site):
     for url in root.findall(f"{SITEMAP}url"):
         alternates = {link.get("hreflang"): link.get("href") for link in url.findall(f"{XHTML}link")}
         entries[url.find(f"{SITEMAP}loc").text] = alternates
-    assert len(entries) == 335
+    assert len(entries) == 340
     pages = {
         "https://gpumem.example.org/" + str(p.relative_to(built_site)).removesuffix("index.html")
         for p in built_site.glob("*/**/index.html")
@@ -171,7 +171,7 @@ def test_sub_path_site_served_under_a_prefix_follows_every_link(inputs, tmp_path
         seen, failures = crawl(origin, "/guides/")
     assert failures == []
     assert all(path.startswith("/guides/") for path in seen)
-    assert len([path for path in seen if path.endswith("/")]) == 336  # 335 pages and the language choice
+    assert len([path for path in seen if path.endswith("/")]) == 341  # 340 pages and the language choice
     html = (out / "es/guias/memoria-gpu/index.html").read_text()
     assert f'<link rel="stylesheet" href="/guides/assets/{published(out, "style.css").name}">' in html
     assert '<link rel="canonical" href="https://example.org/guides/es/guias/memoria-gpu/">' in html

@@ -29,6 +29,7 @@ from gpumem.output.versions import Output
 from gpumem.pages.compile_ahead import CompilingAhead
 from gpumem.pages.formats import compile_translations
 from gpumem.pages.routes import CONTENT_KEYS, ROUTE_KEYS, Page, plan_pages
+from gpumem.pages.search import SearchIndex
 from gpumem.pages.site import Computed, content_label, own_files, render_site, site_rendering, subjects
 from gpumem.records.catalog import Catalog, Site
 
@@ -112,11 +113,13 @@ def _warnings(catalog: Catalog, site: Site, now: datetime) -> tuple[str, ...]:
 @dataclass
 class Session:
     """What the preview keeps between its rebuilds, in its own process: the figures of the last
-    build, its pages with their keys, and the files it wrote into the preview's folder."""
+    build, its pages with their keys, the files it wrote into the preview's folder, and the search
+    index with the documents it was made from (Pagefind runs again only when they change)."""
 
     computed: Computed | None = None
     pages: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # output -> (key, bytes)
     written: dict[str, bytes] = field(default_factory=dict)
+    search: SearchIndex | None = None
 
 
 def build(
@@ -178,7 +181,10 @@ def _build(options: Options, moment: datetime, read: dict[str, bytes], started: 
     ]
     keys = page_keys(read, outputs, f"{moment.date()}|{options.prices}") if session else None
     ahead.wait()
-    rendering = site_rendering(inputs, options.jobs, known, session.pages if session else None, keys)
+    if session is not None and session.search is None:
+        session.search = SearchIndex(template_cache(options.project))
+    search = session.search if session else None
+    rendering = site_rendering(inputs, options.jobs, known, session.pages if session else None, keys, search)
     files = with_host_files(rendering.files, options.host, label(options.host))
     summary: WriteSummary
     if session is not None:

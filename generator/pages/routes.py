@@ -37,6 +37,7 @@ KINDS = {
     "gpus": Kind("gpus.html", has_content=False, index_of="gpu"),
     "model": Kind("model.html", has_content=False, subjects="models"),
     "gpu": Kind("gpu.html", has_content=False, subjects="gpus"),
+    "search": Kind("search.html", has_content=False, prices=False),
 }
 CONTENT_KEYS = tuple(key for key, kind in KINDS.items() if kind.has_content)
 ROUTE_KEYS = tuple(key for key, kind in KINDS.items() if not kind.index_of)  # the kinds content/site.yaml routes

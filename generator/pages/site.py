@@ -24,6 +24,7 @@ from gpumem.pages.headings import with_headings_linked
 from gpumem.pages.parallel import in_parallel, render_pages
 from gpumem.pages.render import Renderer
 from gpumem.pages.routes import KINDS, Page, breadcrumbs, plan_pages
+from gpumem.pages.search import Indexed, SearchIndex
 from gpumem.records.catalog import Catalog, Site
 
 if TYPE_CHECKING:
@@ -81,12 +82,14 @@ def site_rendering(
     computed: Computed | None = None,
     earlier: dict[str, tuple[str, bytes]] | None = None,
     keys: dict[str, str] | None = None,
+    search: SearchIndex | None = None,
 ) -> Rendering:
     """Every output file, as bytes, computed in memory before anything is written.
 
     `computed` holds the catalog's figures and compiled strings when they were made already; a file
     of `earlier` (output -> its key and bytes) whose key is the one in `keys` is taken as it is.
-    With jobs > 1 the pages are shared among forked processes (the rendering is pure).
+    With jobs > 1 the pages are shared among forked processes (the rendering is pure). The search index
+    (pages/search.py) is made last, from the rendered pages, by `search` (the preview's, which keeps its last).
     """
     options, catalog, site = inputs.options, inputs.catalog, inputs.site
     figures = computed.figures if computed else site_figures(catalog)
@@ -161,7 +164,8 @@ def site_rendering(
         output: kept[output] if output in kept else rendered[output]
         for output in [page.output for page in pages] + [n for n, _ in own_files(site)]
     }
-    extra = dict(assets.files)
+    search = search or SearchIndex(cache)
+    extra = {**assets.files, **search.files(Indexed(page.output, page.lang, files[page.output]) for page in pages if page.key != "search")}
     extra["_headers"] = headers({**files, **extra}, site.base_path)
     clash = sorted(set(extra) & set(files))
     if clash:  # check_outputs keeps pages apart; this keeps them off the site's own files
