@@ -168,14 +168,14 @@ def test_a_placeholder_typo_in_a_translation(project):
     po = project / "translations/es/LC_MESSAGES/messages.po"
     edit(
         po,
-        'msgstr "%(count)s × %(gpu)s, %(price)s por hora (%(memory)s por tarjeta)"',
-        'msgstr "%(cuont)s × %(gpu)s, %(price)s por hora (%(memory)s por tarjeta)"',
+        'msgstr "%(count)s × %(gpu)s, %(price)s/h"',
+        'msgstr "%(cuont)s × %(gpu)s, %(price)s/h"',
     )
-    line = line_of(po, 'msgid "%(count)s × %(gpu)s, %(price)s per hour (%(memory)s per card)"')
+    line = line_of(po, 'msgid "%(count)s × %(gpu)s, %(price)s per hour"')
     with pytest.raises(BuildError) as raised:
         build(project_options(project, catalogs=CATALOGS), now=NOW)
     assert raised.value.lines == [
-        f"translations/es/LC_MESSAGES/messages.po:{line}: msgstr: unknown named placeholder 'cuont' (msgid '%(count)s × %(gpu)s, %(price)s per hour (%(memory)s per card)')"
+        f"translations/es/LC_MESSAGES/messages.po:{line}: msgstr: unknown named placeholder 'cuont' (msgid '%(count)s × %(gpu)s, %(price)s per hour')"
     ]
 
 

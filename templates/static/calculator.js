@@ -1035,7 +1035,7 @@
         heads = columns;
         row.textContent = "";
         labels(columns).forEach(function (label, i) {
-          var cell = row.appendChild(element("th", key(i) ? "" : label));
+          var cell = row.appendChild(element("th", key(i) ? "" : label, i === 1 || key(i) ? { "class": "key" } : {}));
           if (key(i)) cell.appendChild(element("button", label, { type: "button", "data-sort": key(i) }));
         });
       }
