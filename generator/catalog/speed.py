@@ -8,7 +8,8 @@ from typing import Any
 from gpumem.catalog.validate import Entry, Invalid, at_most, citation, describe, fraction, one_of, positive_int, positive_number, text_list
 from gpumem.records.engines import Efficiency, SpeedCalibration, SpeedCheck, SpeedPages, SpeedRules
 
-RUNTIMES = ("vllm", "llama.cpp")
+RUNTIMES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp")  # each engine's factors, fitted on its own runs
+PATHS = ("link", "pcie")  # an all-reduce's path: NVLink, a bridge or Infinity Fabric; or PCIe
 PHASES = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe")
 EFFICIENCY_FIELDS = (*PHASES, "layer_overhead_us")
 TENSOR_RATES = ("bf16", "fp8", "fp4", "int8")
@@ -33,11 +34,10 @@ def read_speed(top: Entry, sources: dict[str, str], formats: set[str], kv_format
     if link is not None:
         link.check_keys(LINK_FIELDS)
         sources["speed.link"] = link.get("source", citation) or ""
-        latency = link.get("allreduce_latency_us", _microseconds)
         values.update(
             pcie_gb_s=link.get("pcie_gb_s", _pcie_table),
             activation_bytes=link.get("activation_bytes", at_most(positive_number, 8)),
-            allreduce_latency_s=None if latency is None else latency / 1e6,
+            allreduce_latency_s=link.get("allreduce_latency_us", _latencies),
         )
         section.failed = section.failed or link.failed
     top.failed = top.failed or section.failed
@@ -61,27 +61,33 @@ def _pages(section: Entry, sources: dict[str, str], formats: set[str], kv_format
 
 
 def _calibration(section: Entry, sources: dict[str, str]) -> SpeedCalibration | None:
-    """calibration: the engines measured, and the engine's error on decode and aggregate points (docs/measurements/speed.md)."""
+    """calibration: {engine: {decode: {...}, aggregate: {...}}, source}: each engine's error on the measurements
+    of a source left out of its fit (docs/measurements/speed.md)."""
     entry = section.section("calibration")
     if entry is None:
         return None
-    entry.check_keys(("engines", "decode", "aggregate", "source"))
+    entry.check_keys((*RUNTIMES, "source"))
     sources["speed.calibration"] = entry.get("source", citation) or ""
-    engines = entry.get("engines", text_list)
-    checks = {}
-    for name in ("decode", "aggregate"):
-        check = entry.section(name)
-        if check is None:
+    engines: dict[str, dict[str, SpeedCheck]] = {}
+    for runtime in (name for name in RUNTIMES if name in entry.data):
+        table = entry.section(runtime)
+        if table is None:
             continue
-        check.check_keys(CHECK_FIELDS)
-        counts = {field: check.get(field, positive_int) for field in CHECK_FIELDS[:2]}
-        errors = {field: check.get(field, fraction) for field in CHECK_FIELDS[2:4]}
-        errors["worst_error"] = check.get("worst_error", at_most(positive_number, 100))
-        entry.failed = entry.failed or check.failed
-        if not check.failed:
-            checks[name] = SpeedCheck(**counts, **errors)
+        table.check_keys(("decode", "aggregate"))
+        for name in (name for name in ("decode", "aggregate") if name in table.data):
+            check = table.section(name)
+            if check is None:
+                continue
+            check.check_keys(CHECK_FIELDS)
+            counts = {"points": check.get("points", positive_int), "within": check.get("within", _count)}
+            errors = {field: check.get(field, fraction) for field in CHECK_FIELDS[2:4]}
+            errors["worst_error"] = check.get("worst_error", at_most(positive_number, 100))
+            table.failed = table.failed or check.failed
+            if not check.failed:
+                engines.setdefault(runtime, {})[name] = SpeedCheck(**counts, **errors)
+        entry.failed = entry.failed or table.failed
     section.failed = section.failed or entry.failed
-    return None if entry.failed else SpeedCalibration(engines=engines, **checks)
+    return None if entry.failed else SpeedCalibration(engines=engines)
 
 
 def _known_formats(formats: set[str]) -> Callable[[Any], tuple[str, ...]]:
@@ -131,11 +137,23 @@ def _compute_precision(section: Entry, sources: dict[str, str], formats: set[str
     return None if table.failed else found
 
 
+def _count(value: Any) -> int:
+    """How many: zero or a positive integer."""
+    return 0 if value == 0 and isinstance(value, int) and not isinstance(value, bool) else positive_int(value)
+
+
 def _microseconds(value: Any) -> float:
     """A fixed time in microseconds: zero or positive, under a hundredth of a second."""
     if value == 0 and not isinstance(value, bool):
         return 0.0
     return float(at_most(positive_number, 10_000)(value))
+
+
+def _latencies(value: Any) -> dict[str, float]:
+    """allreduce_latency_us: {link: µs, pcie: µs}, in seconds."""
+    if not isinstance(value, dict) or sorted(value) != sorted(PATHS):
+        raise Invalid(f"expected a table of {' and '.join(PATHS)}: microseconds, got {describe(value)}")
+    return {path: _microseconds(value[path]) / 1e6 for path in PATHS}
 
 
 def _rates(value: Any) -> tuple[str, ...]:

@@ -77,6 +77,13 @@ def compute_precision(rules: SpeedRules, fmt: WeightFormat, gpu: Gpu) -> str:
     return "bf16"
 
 
+def link_path(gpu: Gpu, gpus: int) -> str:
+    """What joins `gpus` cards: "pcie" for PCIe cards and for a bridge joining fewer cards than used, else "link"
+    (NVLink, an NVLink bridge or Infinity Fabric)."""
+    link = gpu.link
+    return "pcie" if link.kind == "pcie" or (link.kind == "nvlink-bridge" and gpus > link.gpus) else "link"
+
+
 def link_bytes_per_s(rules: SpeedRules, gpu: Gpu, gpus: int) -> float:
     """One direction of the GPU-to-GPU path: the link, or PCIe when a bridge joins fewer cards than used."""
     link = gpu.link
@@ -119,12 +126,13 @@ def attention_flops_per_token(arch: Architecture, context: float) -> float:
 
 
 def allreduce_s(rules: SpeedRules, model: Model, gpu: Gpu, gpus: int, tokens: int) -> float:
-    """Two all-reduces of the tokens' hidden states per layer (after attention and after the MLP), ring algorithm."""
+    """Two all-reduces of the tokens' hidden states per layer (after attention and after the MLP), ring algorithm,
+    each with the fixed cost of its path (a link or PCIe)."""
     if gpus == 1:
         return 0.0
     size = tokens * model.arch.hidden * rules.activation_bytes
     ring = 2 * (gpus - 1) / gpus * size / link_bytes_per_s(rules, gpu, gpus)
-    return 2 * model.arch.layers * (ring + rules.allreduce_latency_s)
+    return 2 * model.arch.layers * (ring + rules.allreduce_latency_s[link_path(gpu, gpus)])
 
 
 def decode_step(
@@ -146,10 +154,9 @@ def decode_step(
     )
 
 
-def prefill_s(rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, gpus: int, prompt: int, runtime: str) -> float:
-    """One prompt's prefill: its FLOPs (causal attention over half the prompt on average) over dense throughput."""
-    if prompt == 0:
-        return 0.0
+def prefill_step(rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, gpus: int, prompt: int, runtime: str) -> Step:
+    """One prompt's prefill, in the parts of a step: its FLOPs (causal attention over half the prompt on average)
+    over dense throughput, or reading the weights once if that takes longer, plus the link and the time per layer."""
     efficiency = rules.efficiency[runtime]
     split = 1 if runtime == "llama.cpp" else gpus
     flops = prompt * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, prompt / 2)) / split
@@ -157,7 +164,12 @@ def prefill_s(rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, gpus
     compute = flops / (rate * (efficiency.prefill_moe if model.is_moe else efficiency.prefill))
     memory = weights_bytes(model, fmt) / split / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type))
     link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, prompt)
-    return max(compute, memory) + link + model.arch.layers * efficiency.layer_overhead_s
+    return Step(memory_s=memory, compute_s=compute, link_s=link, overhead_s=model.arch.layers * efficiency.layer_overhead_s)
+
+
+def prefill_s(rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, gpus: int, prompt: int, runtime: str) -> float:
+    """One prompt's prefill in seconds (none without a prompt)."""
+    return prefill_step(rules, model, fmt, gpu, gpus, prompt, runtime).seconds if prompt else 0.0
 
 
 def speed(
@@ -176,7 +188,7 @@ def speed(
     Decode runs at the load's average depth (prompt plus half the output). The aggregate counts the
     prefills the running requests need between them: a round of `concurrency` requests takes their
     prefills plus `output_tokens` decode steps. The runtime is the format's unless another engine
-    ran it (a measured point: TensorRT-LLM and SGLang take the batched-serving factors of vllm).
+    ran it (a measured point of SGLang or TensorRT-LLM takes that engine's factors).
     """
     runtime = runtime or fmt.runtime
     context = load.prompt_tokens + load.output_tokens / 2

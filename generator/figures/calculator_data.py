@@ -7,7 +7,7 @@ weighs the same at any catalog size."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from gpumem.catalog import config_fields, hf_config, hf_gemma4, hf_hybrid, hf_mla
@@ -135,7 +135,7 @@ def calculator_data(catalog: Catalog, shop: Shop) -> dict:
             "launchAllLayers": launch.ALL_LAYERS,
             **({"support": support_data(rules.support)} if rules.support else {}),
             "training": training_data(catalog),
-            "speed": speed_data(rules.speed),
+            "speed": speed_data(rules.speed, {fmt.runtime for fmt in dep.weight_formats.values()}),
             "counting": {"gatedMatrices": COUNTING["gatedMatrices"]},  # the engines' share; config.js's: counting_file
         }
     )
@@ -320,8 +320,9 @@ def support_data(table: SupportRules) -> dict:
     }
 
 
-def speed_data(rules: SpeedRules | None) -> dict | None:
-    """rules.yaml's speed block for speed.js (None without one: the calculator then shows no speeds)."""
+def speed_data(rules: SpeedRules | None, runtimes: Collection[str]) -> dict | None:
+    """rules.yaml's speed block for speed.js, the factors of the engines the formats run on (None without one:
+    the calculator then shows no speeds)."""
     if rules is None:
         return None
     efficiency = {
@@ -334,6 +335,7 @@ def speed_data(rules: SpeedRules | None) -> dict | None:
             "layerOverheadS": e.layer_overhead_s,
         }
         for runtime, e in rules.efficiency.items()
+        if runtime in runtimes
     }
     return {
         "efficiency": efficiency,

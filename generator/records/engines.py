@@ -195,7 +195,8 @@ class SpeedPages:
 
 @dataclass(frozen=True)
 class SpeedCheck:
-    """The engine against published measurements of one kind (rules.yaml, speed.calibration)."""
+    """One engine against published measurements of one kind, each predicted without its source (rules.yaml,
+    speed.calibration)."""
 
     points: int
     within: int
@@ -206,22 +207,24 @@ class SpeedCheck:
 
 @dataclass(frozen=True)
 class SpeedCalibration:
-    """What the pages say about the speed engine's error: the engines measured and each check's summary."""
+    """What the pages say about the speed engine's error: each engine's checks (decode, aggregate) on the
+    measurements of a source left out of its fit."""
 
-    engines: tuple[str, ...]
-    decode: SpeedCheck
-    aggregate: SpeedCheck
+    engines: dict[str, dict[str, SpeedCheck]]
+
+    def check(self, engine: str, name: str) -> SpeedCheck | None:
+        return self.engines.get(engine, {}).get(name)
 
 
 @dataclass(frozen=True)
 class SpeedRules:
     """The speed engine's constants (rules.yaml, speed)."""
 
-    efficiency: dict[str, Efficiency]  # by runtime: vllm (batched serving engines) and llama.cpp
+    efficiency: dict[str, Efficiency]  # by engine: vllm, sglang, tensorrt-llm, llama.cpp
     compute_precision: dict[str, tuple[str, ...]]  # weight format -> tensor rates tried in order, else bf16
     pcie_gb_s: dict[int, float]  # PCIe generation -> x16 GB/s, both directions summed
     activation_bytes: float  # bytes per hidden-state element in a tensor-parallel all-reduce
-    allreduce_latency_s: float  # fixed cost of one all-reduce
+    allreduce_latency_s: dict[str, float]  # fixed cost of one all-reduce, by path: "link" or "pcie"
     pages: SpeedPages | None = None  # the pages' load; None: the site shows no speed figure
     calibration: SpeedCalibration | None = None
 

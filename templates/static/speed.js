@@ -49,11 +49,17 @@
     return 4 * arch.layers * arch.heads * width * context;
   }
 
+  // speed.py's link_path: "pcie" for PCIe cards and a bridge joining fewer cards than used, else "link".
+  function linkPath(gpu, gpus) {
+    var link = gpu.link;
+    return link.kind === "pcie" || (link.kind === "nvlink-bridge" && gpus > link.gpus) ? "pcie" : "link";
+  }
+
   function allreduceS(data, s, gpu, gpus, tokens) {
     if (gpus === 1) return 0;
     var size = tokens * s.arch.hidden * data.speed.activationBytes;
     var ring = 2 * (gpus - 1) / gpus * size / linkBytesPerS(data, gpu, gpus);
-    return 2 * s.arch.layers * (ring + data.speed.allreduceLatencyS);
+    return 2 * s.arch.layers * (ring + data.speed.allreduceLatencyS[linkPath(gpu, gpus)]);
   }
 
   // Python's round(): half to even.

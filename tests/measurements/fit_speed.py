@@ -1,91 +1,283 @@
-"""How the speed engine's efficiency factors in rules.yaml were fitted on tests/measurements/speed.yaml.
+"""How the speed engine's factors in rules.yaml are fitted on tests/measurements/speed.yaml, engine by engine,
+and their error on the points of a source left out of the fit.
 
-Each factor is chosen on a grid of 0.01 (the all-reduce latency on a grid of 1 µs) to minimise the
-sum of squared log errors (predicted / measured) over every point it acts on, one factor at a time,
-repeated until nothing moves. Excluded points are left out of the fit.
+Each engine (vLLM, SGLang, TensorRT-LLM, llama.cpp) gets its own factors, fitted on its own runs. A factor
+with fewer than MIN_POINTS points of its engine takes the value fitted on every serving engine's points
+together (vLLM, SGLang and TensorRT-LLM pooled), or for llama.cpp the factor it is tied to: no batched
+llama.cpp run and no MoE prompt run is measured, so its decode compute and MoE prefill take its prefill.
+The all-reduce's fixed cost is one per path (a GPU link, or PCIe), fitted on every multi-GPU serving point of
+that path; without such points PCIe takes the link's.
 
-Usage: .venv/bin/python -m tests.measurements.fit_speed
+Each factor is chosen on a grid of 0.01 (the time per layer on 5 µs, the all-reduce's cost on 1 µs), a coarse
+pass then a fine one around its best, to minimise the summed absolute log error (predicted / measured) over
+the points it acts on, one factor at a time, repeated until nothing moves. Excluded points are left out.
+
+A point is reduced once to its terms: the engine (engines/speed.py) at unit efficiency and no fixed costs
+gives a decode step's memory and compute seconds and its ring all-reduce, and the prompt's; the factors
+then divide them as the engine does (test_speed_measured checks the two agree on every point).
+
+Usage: .venv/bin/python -m tests.measurements.fit_speed   (prints the factors and the left-out errors)
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import replace
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 
+from gpumem.engines.speed import Load, decode_step, link_path, prefill_step
 from gpumem.records.engines import Efficiency, SpeedRules
 
-from .speed_table import catalog, models, points, predicted
+from .speed_table import BOUNDS, CHECKS, catalog, models, points
 
-# (runtime, factor, which points it is fitted on): engine group, memory kind, checks.
-FACTORS: tuple[tuple[str, str, Callable[[dict[str, Any], str], bool]], ...] = (
-    ("llama.cpp", "bandwidth_gddr", lambda p, memory: p["check"] == "decode" and memory == "gddr"),
-    ("llama.cpp", "bandwidth_hbm", lambda p, memory: p["check"] == "decode" and memory == "hbm"),
-    ("llama.cpp", "prefill", lambda p, memory: p["check"] == "prefill"),
-    ("vllm", "bandwidth_hbm", lambda p, memory: p["check"] in ("decode", "aggregate")),
-    ("vllm", "compute", lambda p, memory: p["check"] == "aggregate"),
-    ("vllm", "prefill", lambda p, memory: p["check"] in ("ttft", "aggregate") and not p["moe"]),
-    ("vllm", "prefill_moe", lambda p, memory: p["check"] in ("ttft", "aggregate") and p["moe"]),
-)
+SERVING = ("vllm", "sglang", "tensorrt-llm")
+ENGINES = (*SERVING, "llama.cpp")
+MIN_POINTS = 3
+TIED = {"llama.cpp": {"compute": "prefill", "prefill_moe": "prefill"}}
+FRACTIONS = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe")
+UNIT = Efficiency(1.0, 1.0, 1.0, 1.0, 1.0, 0.0)
+START = Efficiency(0.5, 0.5, 0.5, 0.5, 0.5, 50e-6)  # where every fit starts, so that it depends on the points alone
 
 
-def runtime_of(point: dict[str, Any]) -> str:
-    return "llama.cpp" if point["engine"] == "llama.cpp" else "vllm"
+@dataclass(frozen=True)
+class Terms:
+    """One measured point at unit efficiency: what the factors divide, and what they add."""
+
+    id: str
+    source: str
+    engine: str
+    check: str
+    measured: float
+    hbm: bool
+    moe: bool
+    path: str
+    allreduces: int  # all-reduces per forward pass (two per layer on several GPUs, none for llama.cpp)
+    layers: int
+    concurrency: int
+    prompt: int
+    output: int
+    decode_memory: float
+    decode_compute: float
+    decode_ring: float
+    prefill_memory: float
+    prefill_compute: float
+    prefill_ring: float
 
 
-def loss(rules: SpeedRules, chosen: list[dict[str, Any]]) -> float:
-    found, known = _CATALOG, _MODELS
-    return math.fsum(abs(math.log(predicted(p, found, known[p["model_id"]], rules) / float(p["measured"]))) for p in chosen)
+@dataclass(frozen=True)
+class Fit:
+    """Every engine's factors and the all-reduce's fixed cost per path."""
+
+    efficiency: dict[str, Efficiency]
+    latency: dict[str, float]
+
+    def rules(self, rules: SpeedRules) -> SpeedRules:
+        return replace(rules, efficiency={**rules.efficiency, **self.efficiency}, allreduce_latency_s=dict(self.latency))
 
 
-def with_factor(rules: SpeedRules, runtime: str, name: str, value: float) -> SpeedRules:
-    """The rules with one factor changed; the serving engines' two memory kinds move together."""
-    changes = {name: value}
-    if runtime == "vllm" and name == "bandwidth_hbm":
-        changes["bandwidth_gddr"] = value  # two GDDR points (L40S) are too few to fit apart
-    if runtime == "llama.cpp" and name == "prefill":
-        # No batched llama.cpp measurement and no MoE prompt one: both take the prefill factor.
-        changes.update(compute=value, prefill_moe=value)
-    efficiency: Efficiency = replace(rules.efficiency[runtime], **changes)
-    return replace(rules, efficiency={**rules.efficiency, runtime: efficiency})
+def source_of(point: dict) -> str:
+    """A point's source: its URL without the fragment (one file, page or thread)."""
+    return str(point["url"]).split("#")[0]
 
 
-_CATALOG = catalog()
-_MODELS = models(_CATALOG)
+def terms() -> list[Terms]:
+    """Every point of speed.yaml that is not excluded, reduced to its terms."""
+    found = catalog()
+    known = models(found)
+    deployment, rules = found.rules.deployment, found.rules.speed
+    assert deployment is not None and rules is not None
+    unit = replace(rules, efficiency=dict.fromkeys(ENGINES, UNIT), allreduce_latency_s={"link": 0.0, "pcie": 0.0})
+    found_terms = []
+    for p in points():
+        if p.get("excluded"):
+            continue
+        model, gpu, gpus, engine = known[p["model_id"]], found.gpu(p["gpu"]), int(p["gpus"]), p["engine"]
+        fmt, kv = deployment.weight_formats[p["weights"]], deployment.kv_formats[p["kv"]]
+        load = Load(int(p["concurrency"]), int(p["prompt_tokens"]), int(p["output_tokens"]))
+        step = decode_step(unit, model, fmt, kv, gpu, gpus, load.concurrency, load.prompt_tokens + load.output_tokens / 2, engine)
+        prompt = prefill_step(unit, model, fmt, gpu, gpus, load.prompt_tokens, engine)
+        found_terms.append(
+            Terms(
+                id=p["id"],
+                source=source_of(p),
+                engine=engine,
+                check=p["check"],
+                measured=float(p["measured"]),
+                hbm=gpu.memory_type.upper().startswith("HBM"),
+                moe=model.is_moe,
+                path=link_path(gpu, gpus),
+                allreduces=0 if engine == "llama.cpp" or gpus == 1 else 2 * model.arch.layers,
+                layers=model.arch.layers,
+                concurrency=load.concurrency,
+                prompt=load.prompt_tokens,
+                output=load.output_tokens,
+                decode_memory=step.memory_s,
+                decode_compute=step.compute_s,
+                decode_ring=step.link_s,
+                prefill_memory=prompt.memory_s,
+                prefill_compute=prompt.compute_s,
+                prefill_ring=prompt.link_s,
+            )
+        )
+    return found_terms
 
 
-def fit() -> SpeedRules:
-    found = _CATALOG
-    rules = found.rules.speed
-    assert rules is not None
-    usable = [{**p, "moe": _MODELS[p["model_id"]].is_moe} for p in points() if not p.get("excluded")]
+def predict(t: Terms, e: Efficiency, latency: dict[str, float]) -> float:
+    """The engine's figure for a point, in its check's unit, from its terms (engines/speed.py's arithmetic)."""
+    bandwidth = e.bandwidth_hbm if t.hbm else e.bandwidth_gddr
+    fixed = t.allreduces * latency[t.path] + t.layers * e.layer_overhead_s
+    step = max(t.decode_memory / bandwidth, t.decode_compute / e.compute) + t.decode_ring + fixed
+    rate = e.prefill_moe if t.moe else e.prefill
+    prefill = max(t.prefill_compute / rate, t.prefill_memory / bandwidth) + t.prefill_ring + fixed if t.prompt else 0.0
+    if t.check == "decode":
+        return 1 / step
+    if t.check == "aggregate":
+        return t.concurrency * t.output / (t.concurrency * prefill + t.output * step)
+    if t.check == "prefill":
+        return t.prompt / prefill
+    return prefill + step
+
+
+# Which points each factor acts on.
+ACTS: dict[str, Callable[[Terms], bool]] = {
+    "bandwidth_gddr": lambda t: t.check in ("decode", "aggregate") and not t.hbm,
+    "bandwidth_hbm": lambda t: t.check in ("decode", "aggregate") and t.hbm,
+    "compute": lambda t: t.check == "aggregate",
+    "prefill": lambda t: t.check in ("prefill", "ttft", "aggregate") and not t.moe,
+    "prefill_moe": lambda t: t.check in ("prefill", "ttft", "aggregate") and t.moe,
+    "layer_overhead_s": lambda t: t.check in ("decode", "aggregate"),
+}
+
+
+def loss(chosen: Iterable[Terms], efficiency: Efficiency | dict[str, Efficiency], latency: dict[str, float]) -> float:
+    """The summed absolute log error over `chosen`, with one set of factors or each engine's own."""
+    if isinstance(efficiency, Efficiency):
+        return math.fsum(abs(math.log(predict(t, efficiency, latency) / t.measured)) for t in chosen)
+    return math.fsum(abs(math.log(predict(t, efficiency[t.engine], latency) / t.measured)) for t in chosen)
+
+
+def best(candidates: Callable[[int], float], low: int, high: int, coarse: int, cost: Callable[[float], float]) -> float:
+    """The grid value of least cost: every `coarse` step first, then each step around the coarse best."""
+    wide = min(range(low, high + 1, coarse), key=lambda step: cost(candidates(step)))
+    fine = range(max(low, wide - coarse + 1), min(high, wide + coarse - 1) + 1)
+    return candidates(min(fine, key=lambda step: (cost(candidates(step)), step)))
+
+
+def fit_engine(
+    chosen: list[Terms], start: Efficiency, latency: dict[str, float], shared: Efficiency | None, tied: dict[str, str]
+) -> Efficiency:
+    """One engine's (or the pooled serving engines') factors on its points: one pass over the factors."""
+    e = start
+    for name, acts in ACTS.items():
+        on = [t for t in chosen if acts(t)]
+        if name in tied:
+            e = replace(e, **{name: getattr(e, tied[name])})
+            continue
+        if len(on) < MIN_POINTS:
+            if shared is not None:
+                e = replace(e, **{name: getattr(shared, name)})
+            continue
+        cost = _factor_cost(on, e, name, latency)
+        if name == "layer_overhead_s":
+            value = best(lambda us: us / 1e6, 0, 300, 25, cost)
+        else:
+            value = best(lambda c: c / 100, 10, 95, 5, cost)
+        e = replace(e, **{name: value})
+    for name, other in tied.items():
+        e = replace(e, **{name: getattr(e, other)})
+    return e
+
+
+def _factor_cost(on: list[Terms], e: Efficiency, name: str, latency: dict[str, float]) -> Callable[[float], float]:
+    return lambda value: loss(on, replace(e, **{name: value}), latency)
+
+
+def _latency_cost(on: list[Terms], efficiency: dict[str, Efficiency], latency: dict[str, float], path: str) -> Callable[[float], float]:
+    return lambda value: loss(on, efficiency, {**latency, path: value})
+
+
+def fit(found: list[Terms]) -> Fit:
+    """Every engine's factors and the all-reduce costs, fitted on `found` from START."""
+    efficiency = dict.fromkeys(ENGINES, START)
+    latency = {"link": 0.0, "pcie": 0.0}
+    pooled = START
+    serving = [t for t in found if t.engine in SERVING]
     for _ in range(30):
-        before = rules
-        for runtime, name, picks in FACTORS:
-            chosen = [p for p in usable if runtime_of(p) == runtime and picks(p, _memory(found, p))]
-            grid = [step / 100 for step in range(10, 96)]
-            best = min(grid, key=lambda value: loss(with_factor(rules, runtime, name, value), chosen))
-            rules = with_factor(rules, runtime, name, best)
-        for runtime in ("llama.cpp", "vllm"):
-            chosen = [p for p in usable if runtime_of(p) == runtime and p["check"] in ("decode", "aggregate")]
-            overhead = min(range(0, 301, 5), key=lambda us: loss(with_factor(rules, runtime, "layer_overhead_s", us / 1e6), chosen))
-            rules = with_factor(rules, runtime, "layer_overhead_s", overhead / 1e6)
-        parallel = [p for p in usable if runtime_of(p) == "vllm" and int(p["gpus"]) > 1]
-        latency = min(range(0, 101), key=lambda us: loss(replace(rules, allreduce_latency_s=us / 1e6), parallel))
-        rules = replace(rules, allreduce_latency_s=latency / 1e6)
-        if rules == before:
+        before = (efficiency, latency, pooled)
+        pooled = fit_engine(serving, pooled, latency, None, {})
+        efficiency = {
+            engine: fit_engine(
+                [t for t in found if t.engine == engine],
+                efficiency[engine],
+                latency,
+                None if engine == "llama.cpp" else pooled,
+                TIED.get(engine, {}),
+            )
+            for engine in ENGINES
+        }
+        for path in ("link", "pcie"):
+            on = [t for t in serving if t.allreduces and t.path == path and t.check in ("decode", "aggregate")]
+            if len(on) < MIN_POINTS:
+                latency[path] = latency["link"]
+                continue
+            latency[path] = best(lambda us: us / 1e6, 0, 500, 25, _latency_cost(on, efficiency, latency, path))
+        if (efficiency, latency, pooled) == before:
             break
-    return rules
+    return Fit(efficiency, latency)
 
 
-def _memory(found: Any, point: dict[str, Any]) -> str:
-    return "hbm" if found.gpu(point["gpu"]).memory_type.upper().startswith("HBM") else "gddr"
+@dataclass(frozen=True)
+class LeftOut:
+    """One point's error when its source was left out of the fit."""
+
+    terms: Terms
+    predicted: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.terms.measured - 1
+
+
+def left_out(found: list[Terms]) -> list[LeftOut]:
+    """Every point predicted by the factors fitted without its source."""
+    result = []
+    for source in sorted({t.source for t in found}):
+        held = [t for t in found if t.source == source]
+        fitted = fit([t for t in found if t.source != source])
+        result += [LeftOut(t, predict(t, fitted.efficiency[t.engine], fitted.latency)) for t in held]
+    return sorted(result, key=lambda row: row.terms.id)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One engine's left-out error on one check."""
+
+    points: int
+    within: int  # within the check's bound (decode and aggregate)
+    mean_error: float
+    worst_error: float
+
+
+def summaries(rows: list[LeftOut]) -> dict[str, dict[str, Summary]]:
+    """Per engine and check: the points, how many are within the bound, the mean and worst |error|."""
+    found: dict[str, dict[str, Summary]] = {}
+    for engine in ENGINES:
+        for check in CHECKS:
+            errors = [abs(row.error) for row in rows if row.terms.engine == engine and row.terms.check == check]
+            if errors:
+                bound = BOUNDS.get(check, math.inf)
+                found.setdefault(engine, {})[check] = Summary(
+                    len(errors), sum(1 for e in errors if e <= bound), math.fsum(errors) / len(errors), max(errors)
+                )
+    return found
 
 
 if __name__ == "__main__":
-    fitted = fit()
-    for runtime, factors in fitted.efficiency.items():
-        print(runtime, factors)
-    print(f"layer overhead µs: {[round(e.layer_overhead_s * 1e6) for e in fitted.efficiency.values()]}")
-    print(f"allreduce latency: {fitted.allreduce_latency_s * 1e6:.0f} µs")
+    found = terms()
+    fitted = fit(found)
+    for engine, factors in fitted.efficiency.items():
+        print(engine, factors)
+    print(f"all-reduce: { ({path: round(s * 1e6) for path, s in fitted.latency.items()}) } µs")
+    for engine, checks in summaries(left_out(found)).items():
+        for check, s in checks.items():
+            print(f"{engine:13} {check:9} {s.points:4} points, {s.within:4} within, mean {s.mean_error:.1%}, worst {s.worst_error:.1%}")
