@@ -9,11 +9,10 @@ from gpumem.catalog.validate import Entry, Invalid, at_most, citation, describe,
 from gpumem.records.engines import Efficiency, SpeedCalibration, SpeedCheck, SpeedPages, SpeedRules
 
 RUNTIMES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp")  # each engine's factors, fitted on its own runs
-PATHS = ("link", "pcie")  # an all-reduce's path: NVLink, a bridge or Infinity Fabric; or PCIe
 PHASES = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe")
-EFFICIENCY_FIELDS = (*PHASES, "layer_overhead_us")
+EFFICIENCY_FIELDS = (*PHASES, "layer_overhead_us", "allreduce_link_us", "allreduce_pcie_us")
 TENSOR_RATES = ("bf16", "fp8", "fp4", "int8")
-LINK_FIELDS = ("pcie_gb_s", "activation_bytes", "allreduce_latency_us", "source")
+LINK_FIELDS = ("pcie_gb_s", "activation_bytes", "source")
 PAGE_FIELDS = ("prompt_tokens", "output_tokens", "busy_requests", "kv_format", "guide_formats", "source")
 CHECK_FIELDS = ("points", "within", "bound", "mean_error", "worst_error")
 
@@ -37,7 +36,6 @@ def read_speed(top: Entry, sources: dict[str, str], formats: set[str], kv_format
         values.update(
             pcie_gb_s=link.get("pcie_gb_s", _pcie_table),
             activation_bytes=link.get("activation_bytes", at_most(positive_number, 8)),
-            allreduce_latency_s=link.get("allreduce_latency_us", _latencies),
         )
         section.failed = section.failed or link.failed
     top.failed = top.failed or section.failed
@@ -104,7 +102,8 @@ def _known_formats(formats: set[str]) -> Callable[[Any], tuple[str, ...]]:
 
 
 def _efficiency(section: Entry, sources: dict[str, str]) -> dict[str, Efficiency] | None:
-    """efficiency: {vllm: {bandwidth_gddr, bandwidth_hbm, compute, prefill, prefill_moe, layer_overhead_us}, llama.cpp: {...}, source}."""
+    """efficiency: {engine: {bandwidth_gddr, bandwidth_hbm, compute, prefill, prefill_moe, layer_overhead_us,
+    allreduce_link_us, allreduce_pcie_us}, ..., source}."""
     table = section.section("efficiency")
     if table is None:
         return None
@@ -117,10 +116,13 @@ def _efficiency(section: Entry, sources: dict[str, str]) -> dict[str, Efficiency
             continue
         entry.check_keys(EFFICIENCY_FIELDS)
         phases = {phase: entry.get(phase, fraction) for phase in PHASES}
-        overhead = entry.get("layer_overhead_us", _microseconds)
+        fixed = {"layer_overhead_us": entry.get("layer_overhead_us", _microseconds)}
+        # llama.cpp splits layers and all-reduces nothing: its row may leave these out
+        fixed.update({name: entry.get(name, _microseconds, required=False, default=0.0) for name in EFFICIENCY_FIELDS[len(PHASES) + 1 :]})
         table.failed = table.failed or entry.failed
         if not entry.failed:
-            found[runtime] = Efficiency(**phases, layer_overhead_s=overhead / 1e6)
+            seconds = {name.removesuffix("_us") + "_s": value / 1e6 for name, value in fixed.items()}
+            found[runtime] = Efficiency(**phases, **seconds)
     section.failed = section.failed or table.failed
     return None if table.failed else found
 
@@ -147,13 +149,6 @@ def _microseconds(value: Any) -> float:
     if value == 0 and not isinstance(value, bool):
         return 0.0
     return float(at_most(positive_number, 10_000)(value))
-
-
-def _latencies(value: Any) -> dict[str, float]:
-    """allreduce_latency_us: {link: µs, pcie: µs}, in seconds."""
-    if not isinstance(value, dict) or sorted(value) != sorted(PATHS):
-        raise Invalid(f"expected a table of {' and '.join(PATHS)}: microseconds, got {describe(value)}")
-    return {path: _microseconds(value[path]) / 1e6 for path in PATHS}
 
 
 def _rates(value: Any) -> tuple[str, ...]:

@@ -125,14 +125,14 @@ def attention_flops_per_token(arch: Architecture, context: float) -> float:
     return 4 * arch.layers * arch.heads * width * context
 
 
-def allreduce_s(rules: SpeedRules, model: Model, gpu: Gpu, gpus: int, tokens: int) -> float:
+def allreduce_s(rules: SpeedRules, model: Model, gpu: Gpu, gpus: int, tokens: int, runtime: str) -> float:
     """Two all-reduces of the tokens' hidden states per layer (after attention and after the MLP), ring algorithm,
-    each with the fixed cost of its path (a link or PCIe)."""
+    each with the engine's fixed cost on its path (a link or PCIe)."""
     if gpus == 1:
         return 0.0
     size = tokens * model.arch.hidden * rules.activation_bytes
     ring = 2 * (gpus - 1) / gpus * size / link_bytes_per_s(rules, gpu, gpus)
-    return 2 * model.arch.layers * (ring + rules.allreduce_latency_s[link_path(gpu, gpus)])
+    return 2 * model.arch.layers * (ring + rules.efficiency[runtime].allreduce(link_path(gpu, gpus)))
 
 
 def decode_step(
@@ -145,7 +145,7 @@ def decode_step(
     read = weight_bytes_read(model, fmt, batch) / split + cache
     flops = batch * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, context)) / split
     rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu)] * 1e12
-    link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, batch)
+    link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, batch, runtime)
     return Step(
         memory_s=read / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type)),
         compute_s=flops / (rate * efficiency.compute),
@@ -163,7 +163,7 @@ def prefill_step(rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, g
     rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu)] * 1e12
     compute = flops / (rate * (efficiency.prefill_moe if model.is_moe else efficiency.prefill))
     memory = weights_bytes(model, fmt) / split / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type))
-    link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, prompt)
+    link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, prompt, runtime)
     return Step(memory_s=memory, compute_s=compute, link_s=link, overhead_s=model.arch.layers * efficiency.layer_overhead_s)
 
 

@@ -333,6 +333,7 @@ def speed_data(rules: SpeedRules | None, runtimes: Collection[str]) -> dict | No
             "prefill": e.prefill,
             "prefillMoe": e.prefill_moe,
             "layerOverheadS": e.layer_overhead_s,
+            "allreduceS": {"link": e.allreduce_link_s, "pcie": e.allreduce_pcie_s},
         }
         for runtime, e in rules.efficiency.items()
         if runtime in runtimes
@@ -342,7 +343,6 @@ def speed_data(rules: SpeedRules | None, runtimes: Collection[str]) -> dict | No
         "computePrecision": {name: list(rates) for name, rates in rules.compute_precision.items()},
         "pcieGbS": {str(gen): gb_s for gen, gb_s in rules.pcie_gb_s.items()},
         "activationBytes": rules.activation_bytes,
-        "allreduceLatencyS": rules.allreduce_latency_s,
         "secondsPerHour": SECONDS_PER_HOUR,
         "million": MILLION,
     }

@@ -176,10 +176,16 @@ class Efficiency:
     prefill: float
     prefill_moe: float  # a mixture of experts' prefill: grouped expert GEMMs run below a dense GEMM
     layer_overhead_s: float = 0.0  # fixed time per layer and forward pass: kernel launches and synchronisation
+    allreduce_link_s: float = 0.0  # fixed cost of one tensor-parallel all-reduce over NVLink or Infinity Fabric
+    allreduce_pcie_s: float = 0.0  # and over PCIe
 
     def bandwidth(self, memory_type: str) -> float:
         """The fraction of a card's bandwidth reached, by its memory: HBM stacks or GDDR chips."""
         return self.bandwidth_hbm if memory_type.upper().startswith("HBM") else self.bandwidth_gddr
+
+    def allreduce(self, path: str) -> float:
+        """The fixed cost of one all-reduce on a path: "link" or "pcie" (engines/speed.link_path)."""
+        return self.allreduce_pcie_s if path == "pcie" else self.allreduce_link_s
 
 
 @dataclass(frozen=True)
@@ -224,7 +230,6 @@ class SpeedRules:
     compute_precision: dict[str, tuple[str, ...]]  # weight format -> tensor rates tried in order, else bf16
     pcie_gb_s: dict[int, float]  # PCIe generation -> x16 GB/s, both directions summed
     activation_bytes: float  # bytes per hidden-state element in a tensor-parallel all-reduce
-    allreduce_latency_s: dict[str, float]  # fixed cost of one all-reduce, by path: "link" or "pcie"
     pages: SpeedPages | None = None  # the pages' load; None: the site shows no speed figure
     calibration: SpeedCalibration | None = None
 

@@ -55,11 +55,11 @@
     return link.kind === "pcie" || (link.kind === "nvlink-bridge" && gpus > link.gpus) ? "pcie" : "link";
   }
 
-  function allreduceS(data, s, gpu, gpus, tokens) {
+  function allreduceS(data, s, gpu, gpus, tokens, runtime) {
     if (gpus === 1) return 0;
     var size = tokens * s.arch.hidden * data.speed.activationBytes;
     var ring = 2 * (gpus - 1) / gpus * size / linkBytesPerS(data, gpu, gpus);
-    return 2 * s.arch.layers * (ring + data.speed.allreduceLatencyS[linkPath(gpu, gpus)]);
+    return 2 * s.arch.layers * (ring + data.speed.efficiency[runtime].allreduceS[linkPath(gpu, gpus)]);
   }
 
   // Python's round(): half to even.
@@ -76,7 +76,7 @@
     var read = weightBytesRead(data, s, fmt, batch) / split + cache;
     var flops = batch * (matmulFlopsPerToken(s) + attentionFlopsPerToken(s.arch, context)) / split;
     var rate = gpu.tflops[computePrecision(data, s.weights, gpu)] * 1e12;
-    var link = runtime === "llama.cpp" ? 0 : allreduceS(data, s, gpu, gpus, batch);
+    var link = runtime === "llama.cpp" ? 0 : allreduceS(data, s, gpu, gpus, batch, runtime);
     var step = { memory: read / (gpu.bandwidth * 1e12 * bandwidthShare(efficiency, gpu)), compute: flops / (rate * efficiency.compute),
       link: link, overhead: s.arch.layers * efficiency.layerOverheadS };
     step.seconds = Math.max(step.memory, step.compute) + step.link + step.overhead;
@@ -91,7 +91,7 @@
     var rate = gpu.tflops[computePrecision(data, s.weights, gpu)] * 1e12;
     var compute = flops / (rate * (s.active ? efficiency.prefillMoe : efficiency.prefill));
     var read = memory().weightsBytes(data, s, fmt) / split / (gpu.bandwidth * 1e12 * bandwidthShare(efficiency, gpu));
-    var link = runtime === "llama.cpp" ? 0 : allreduceS(data, s, gpu, gpus, prompt);
+    var link = runtime === "llama.cpp" ? 0 : allreduceS(data, s, gpu, gpus, prompt, runtime);
     return Math.max(compute, read) + link + s.arch.layers * efficiency.layerOverheadS;
   }
 

@@ -5,10 +5,12 @@ Each engine (vLLM, SGLang, TensorRT-LLM, llama.cpp) gets its own factors, fitted
 with fewer than MIN_POINTS points of its engine takes the value fitted on every serving engine's points
 together (vLLM, SGLang and TensorRT-LLM pooled), or for llama.cpp the factor it is tied to: no batched
 llama.cpp run and no MoE prompt run is measured, so its decode compute and MoE prefill take its prefill.
-The all-reduce's fixed cost is one per path (a GPU link, or PCIe), fitted on every multi-GPU serving point of
-that path; without such points PCIe takes the link's.
+The all-reduce's fixed cost, one per path (a GPU link, or PCIe), is fitted on every serving engine's multi-GPU
+points of that path together and shared by the three (POOLED): fitted per engine, the few multi-GPU points of
+each engine gave a larger error on the points left out (vLLM: 5 of 7 decode and 15 of 21 aggregate points
+within their bounds, against 7 and 19 shared). Without MIN_POINTS PCIe points the PCIe cost takes the link's.
 
-Each factor is chosen on a grid of 0.01 (the time per layer on 5 µs, the all-reduce's cost on 1 µs), a coarse
+Each factor is chosen on a grid of 0.01 (the time per layer and the all-reduce's cost on 1 µs), a coarse
 pass then a fine one around its best, to minimise the summed absolute log error (predicted / measured) over
 the points it acts on, one factor at a time, repeated until nothing moves. Excluded points are left out.
 
@@ -26,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from gpumem.engines.speed import Load, decode_step, link_path, prefill_step
-from gpumem.records.engines import Efficiency, SpeedRules
+from gpumem.records.engines import Efficiency
 
 from .speed_table import BOUNDS, CHECKS, catalog, models, points
 
@@ -35,8 +37,10 @@ ENGINES = (*SERVING, "llama.cpp")
 MIN_POINTS = 3
 TIED = {"llama.cpp": {"compute": "prefill", "prefill_moe": "prefill"}}
 FRACTIONS = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe")
-UNIT = Efficiency(1.0, 1.0, 1.0, 1.0, 1.0, 0.0)
+UNIT = Efficiency(1.0, 1.0, 1.0, 1.0, 1.0)
 START = Efficiency(0.5, 0.5, 0.5, 0.5, 0.5, 50e-6)  # where every fit starts, so that it depends on the points alone
+MICROSECONDS = ("layer_overhead_s", "allreduce_link_s", "allreduce_pcie_s")
+POOLED = ("allreduce_link_s", "allreduce_pcie_s")  # fitted on the serving engines together, shared by each
 
 
 @dataclass(frozen=True)
@@ -64,17 +68,6 @@ class Terms:
     prefill_ring: float
 
 
-@dataclass(frozen=True)
-class Fit:
-    """Every engine's factors and the all-reduce's fixed cost per path."""
-
-    efficiency: dict[str, Efficiency]
-    latency: dict[str, float]
-
-    def rules(self, rules: SpeedRules) -> SpeedRules:
-        return replace(rules, efficiency={**rules.efficiency, **self.efficiency}, allreduce_latency_s=dict(self.latency))
-
-
 def source_of(point: dict) -> str:
     """A point's source: its URL without the fragment (one file, page or thread)."""
     return str(point["url"]).split("#")[0]
@@ -86,7 +79,7 @@ def terms() -> list[Terms]:
     known = models(found)
     deployment, rules = found.rules.deployment, found.rules.speed
     assert deployment is not None and rules is not None
-    unit = replace(rules, efficiency=dict.fromkeys(ENGINES, UNIT), allreduce_latency_s={"link": 0.0, "pcie": 0.0})
+    unit = replace(rules, efficiency=dict.fromkeys(ENGINES, UNIT))
     found_terms = []
     for p in points():
         if p.get("excluded"):
@@ -122,10 +115,10 @@ def terms() -> list[Terms]:
     return found_terms
 
 
-def predict(t: Terms, e: Efficiency, latency: dict[str, float]) -> float:
+def predict(t: Terms, e: Efficiency) -> float:
     """The engine's figure for a point, in its check's unit, from its terms (engines/speed.py's arithmetic)."""
     bandwidth = e.bandwidth_hbm if t.hbm else e.bandwidth_gddr
-    fixed = t.allreduces * latency[t.path] + t.layers * e.layer_overhead_s
+    fixed = t.allreduces * e.allreduce(t.path) + t.layers * e.layer_overhead_s
     step = max(t.decode_memory / bandwidth, t.decode_compute / e.compute) + t.decode_ring + fixed
     rate = e.prefill_moe if t.moe else e.prefill
     prefill = max(t.prefill_compute / rate, t.prefill_memory / bandwidth) + t.prefill_ring + fixed if t.prompt else 0.0
@@ -146,14 +139,14 @@ ACTS: dict[str, Callable[[Terms], bool]] = {
     "prefill": lambda t: t.check in ("prefill", "ttft", "aggregate") and not t.moe,
     "prefill_moe": lambda t: t.check in ("prefill", "ttft", "aggregate") and t.moe,
     "layer_overhead_s": lambda t: t.check in ("decode", "aggregate"),
+    "allreduce_link_s": lambda t: t.check in ("decode", "aggregate") and t.allreduces > 0 and t.path == "link",
+    "allreduce_pcie_s": lambda t: t.check in ("decode", "aggregate") and t.allreduces > 0 and t.path == "pcie",
 }
 
 
-def loss(chosen: Iterable[Terms], efficiency: Efficiency | dict[str, Efficiency], latency: dict[str, float]) -> float:
-    """The summed absolute log error over `chosen`, with one set of factors or each engine's own."""
-    if isinstance(efficiency, Efficiency):
-        return math.fsum(abs(math.log(predict(t, efficiency, latency) / t.measured)) for t in chosen)
-    return math.fsum(abs(math.log(predict(t, efficiency[t.engine], latency) / t.measured)) for t in chosen)
+def loss(chosen: Iterable[Terms], efficiency: Efficiency) -> float:
+    """The summed absolute log error over `chosen` with one set of factors."""
+    return math.fsum(abs(math.log(predict(t, efficiency) / t.measured)) for t in chosen)
 
 
 def best(candidates: Callable[[int], float], low: int, high: int, coarse: int, cost: Callable[[float], float]) -> float:
@@ -163,67 +156,52 @@ def best(candidates: Callable[[int], float], low: int, high: int, coarse: int, c
     return candidates(min(fine, key=lambda step: (cost(candidates(step)), step)))
 
 
-def fit_engine(
-    chosen: list[Terms], start: Efficiency, latency: dict[str, float], shared: Efficiency | None, tied: dict[str, str]
-) -> Efficiency:
+def fit_engine(chosen: list[Terms], start: Efficiency, shared: Efficiency | None, tied: dict[str, str]) -> Efficiency:
     """One engine's (or the pooled serving engines') factors on its points: one pass over the factors."""
     e = start
     for name, acts in ACTS.items():
         on = [t for t in chosen if acts(t)]
         if name in tied:
             e = replace(e, **{name: getattr(e, tied[name])})
-            continue
-        if len(on) < MIN_POINTS:
-            if shared is not None:
-                e = replace(e, **{name: getattr(shared, name)})
-            continue
-        cost = _factor_cost(on, e, name, latency)
-        if name == "layer_overhead_s":
-            value = best(lambda us: us / 1e6, 0, 300, 25, cost)
-        else:
-            value = best(lambda c: c / 100, 10, 95, 5, cost)
-        e = replace(e, **{name: value})
-    for name, other in tied.items():
-        e = replace(e, **{name: getattr(e, other)})
+        elif name in POOLED and shared is not None:
+            e = replace(e, **{name: getattr(shared, name)})
+        elif len(on) >= MIN_POINTS:
+            cost = _factor_cost(on, e, name)
+            if name in MICROSECONDS:
+                e = replace(e, **{name: best(lambda us: us / 1e6, 0, 500, 25, cost)})
+            else:
+                e = replace(e, **{name: best(lambda c: c / 100, 10, 95, 5, cost)})
+        elif shared is not None:
+            e = replace(e, **{name: getattr(shared, name)})
+        elif name == "allreduce_pcie_s":  # the pooled fit without PCIe points: the link's cost
+            e = replace(e, allreduce_pcie_s=e.allreduce_link_s)
     return e
 
 
-def _factor_cost(on: list[Terms], e: Efficiency, name: str, latency: dict[str, float]) -> Callable[[float], float]:
-    return lambda value: loss(on, replace(e, **{name: value}), latency)
+def _factor_cost(on: list[Terms], e: Efficiency, name: str) -> Callable[[float], float]:
+    return lambda value: loss(on, replace(e, **{name: value}))
 
 
-def _latency_cost(on: list[Terms], efficiency: dict[str, Efficiency], latency: dict[str, float], path: str) -> Callable[[float], float]:
-    return lambda value: loss(on, efficiency, {**latency, path: value})
-
-
-def fit(found: list[Terms]) -> Fit:
-    """Every engine's factors and the all-reduce costs, fitted on `found` from START."""
+def fit(found: list[Terms]) -> dict[str, Efficiency]:
+    """Every engine's factors, fitted on `found` from START."""
     efficiency = dict.fromkeys(ENGINES, START)
-    latency = {"link": 0.0, "pcie": 0.0}
     pooled = START
     serving = [t for t in found if t.engine in SERVING]
     for _ in range(30):
-        before = (efficiency, latency, pooled)
-        pooled = fit_engine(serving, pooled, latency, None, {})
+        before = (efficiency, pooled)
+        pooled = fit_engine(serving, pooled, None, {})
         efficiency = {
             engine: fit_engine(
                 [t for t in found if t.engine == engine],
                 efficiency[engine],
-                latency,
                 None if engine == "llama.cpp" else pooled,
                 TIED.get(engine, {}),
             )
             for engine in ENGINES
         }
-        for path in ("link", "pcie"):
-            on = [t for t in serving if t.allreduces and t.path == path and t.check in ("decode", "aggregate")]
-            if len(on) < MIN_POINTS:
-                latency[path] = latency["link"]
-                continue
-            latency[path] = best(lambda us: us / 1e6, 0, 500, 25, _latency_cost(on, efficiency, latency, path))
-        if (efficiency, latency, pooled) == before:
+        if (efficiency, pooled) == before:
             break
-    return Fit(efficiency, latency)
+    return efficiency
 
 
 @dataclass(frozen=True)
@@ -244,7 +222,7 @@ def left_out(found: list[Terms]) -> list[LeftOut]:
     for source in sorted({t.source for t in found}):
         held = [t for t in found if t.source == source]
         fitted = fit([t for t in found if t.source != source])
-        result += [LeftOut(t, predict(t, fitted.efficiency[t.engine], fitted.latency)) for t in held]
+        result += [LeftOut(t, predict(t, fitted[t.engine])) for t in held]
     return sorted(result, key=lambda row: row.terms.id)
 
 
@@ -275,9 +253,8 @@ def summaries(rows: list[LeftOut]) -> dict[str, dict[str, Summary]]:
 if __name__ == "__main__":
     found = terms()
     fitted = fit(found)
-    for engine, factors in fitted.efficiency.items():
+    for engine, factors in fitted.items():
         print(engine, factors)
-    print(f"all-reduce: { ({path: round(s * 1e6) for path, s in fitted.latency.items()}) } µs")
     for engine, checks in summaries(left_out(found)).items():
         for check, s in checks.items():
             print(f"{engine:13} {check:9} {s.points:4} points, {s.within:4} within, mean {s.mean_error:.1%}, worst {s.worst_error:.1%}")
