@@ -251,15 +251,20 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
 
 
 def test_the_calibration_rules_yaml_states_is_the_measured_table():
-    """rules.yaml speed.calibration holds what tests.measurements.speed_table computes, to three decimals."""
-    found = measured_rows()
+    """rules.yaml speed.calibration holds each engine's left-out error as tests.measurements.speed_table computes
+    it, to three decimals, and the GPUs each engine was measured on."""
+    found = [row for row in measured_rows() if row.left_out_error is not None]
     calibration = RULES.speed.calibration
-    for name, check in (("decode", calibration.decode), ("aggregate", calibration.aggregate)):
-        errors = [abs(row.error) for row in found if row.check == name and not row.excluded]
-        within = sum(1 for row in found if row.check == name and row.enforced and row.within)
-        assert (check.points, check.within) == (len(errors), within)
-        assert (check.mean_error, check.worst_error) == (round(math.fsum(errors) / len(errors), 3), round(max(errors), 3))
-
+    assert sorted(calibration.engines) == ["llama.cpp", "sglang", "tensorrt-llm", "vllm"]
+    for engine, checks in calibration.engines.items():
+        assert sorted(checks) == (["decode"] if engine == "llama.cpp" else ["aggregate", "decode"])
+        for name, check in checks.items():
+            errors = [abs(row.left_out_error) for row in found if row.engine == engine and row.check == name]
+            within = sum(1 for error in errors if error <= check.bound)
+            assert (check.points, check.within) == (len(errors), within)
+            assert (check.mean_error, check.worst_error) == (round(math.fsum(errors) / len(errors), 3), round(max(errors), 3))
+        gpus = {row.gpu for row in found if row.engine == engine and row.check in ("decode", "aggregate")}
+        assert calibration.measured[engine] == gpus
 
 def test_speed_pages_errors_name_the_line(inputs, monkeypatch):
     monkeypatch.chdir(inputs)

@@ -59,19 +59,21 @@ def _pages(section: Entry, sources: dict[str, str], formats: set[str], kv_format
 
 
 def _calibration(section: Entry, sources: dict[str, str]) -> SpeedCalibration | None:
-    """calibration: {engine: {decode: {...}, aggregate: {...}}, source}: each engine's error on the measurements
-    of a source left out of its fit (docs/measurements/speed.md)."""
+    """calibration: {engine: {decode: {...}, aggregate: {...}, gpus: [...]}, source}: each engine's error on the
+    measurements of a source left out of its fit (docs/measurements/speed.md), and the GPUs it was measured on."""
     entry = section.section("calibration")
     if entry is None:
         return None
     entry.check_keys((*RUNTIMES, "source"))
     sources["speed.calibration"] = entry.get("source", citation) or ""
     engines: dict[str, dict[str, SpeedCheck]] = {}
+    measured: dict[str, frozenset[str]] = {}
     for runtime in (name for name in RUNTIMES if name in entry.data):
         table = entry.section(runtime)
         if table is None:
             continue
-        table.check_keys(("decode", "aggregate"))
+        table.check_keys(("decode", "aggregate", "gpus"))
+        measured[runtime] = frozenset(table.get("gpus", text_list) or ())
         for name in (name for name in ("decode", "aggregate") if name in table.data):
             check = table.section(name)
             if check is None:
@@ -85,7 +87,7 @@ def _calibration(section: Entry, sources: dict[str, str]) -> SpeedCalibration | 
                 engines.setdefault(runtime, {})[name] = SpeedCheck(**counts, **errors)
         entry.failed = entry.failed or table.failed
     section.failed = section.failed or entry.failed
-    return None if entry.failed else SpeedCalibration(engines=engines)
+    return None if entry.failed else SpeedCalibration(engines=engines, measured=measured)
 
 
 def _known_formats(formats: set[str]) -> Callable[[Any], tuple[str, ...]]:

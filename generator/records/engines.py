@@ -217,9 +217,14 @@ class SpeedCalibration:
     measurements of a source left out of its fit."""
 
     engines: dict[str, dict[str, SpeedCheck]]
+    measured: dict[str, frozenset[str]]  # by engine: the GPUs (catalog ids) it has a measured decode or aggregate run on
 
     def check(self, engine: str, name: str) -> SpeedCheck | None:
         return self.engines.get(engine, {}).get(name)
+
+    def unmeasured(self, engine: str, gpu: str) -> bool:
+        """Whether a figure of this engine on this GPU rests on the fit alone, with no run of its own."""
+        return gpu not in self.measured.get(engine, frozenset())
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ class Terms:
     id: str
     source: str
     engine: str
+    gpu: str
     check: str
     measured: float
     hbm: bool
@@ -94,6 +95,7 @@ def terms() -> list[Terms]:
                 id=p["id"],
                 source=source_of(p),
                 engine=engine,
+                gpu=p["gpu"],
                 check=p["check"],
                 measured=float(p["measured"]),
                 hbm=gpu.memory_type.upper().startswith("HBM"),
