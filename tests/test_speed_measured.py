@@ -10,7 +10,8 @@ import pytest
 from gpumem.engines.speed import Load, speed
 
 from .measurements.fit_speed import ENGINES, fit, predict, terms
-from .measurements.speed_table import BOUNDS, DOC, SHARES, catalog, models, points, rows, table
+from .measurements.speed_table import BOUNDS, DOC, SHARES, catalog, models, points, readme_table, rows, table
+from .project import REPO
 
 REQUIRED = ("id", "engine", "version", "gpu", "gpus", "model", "model_id", "weights", "kv", "concurrency", "prompt_tokens", "output_tokens")
 # Engine and check pairs whose left-out error is outside issue 24's share: the test expects them to miss, so it
@@ -82,6 +83,10 @@ def test_each_engine_meets_its_share_on_points_left_out(found, engine, check):
 
 def test_the_docs_show_the_current_table(found):
     assert DOC.committed() == table(found), DOC.stale()
+
+
+def test_the_readme_quotes_the_left_out_error(found):
+    assert readme_table(found) in (REPO / "README.md").read_text(), "README.md: copy speed_table.readme_table's table"
 
 
 def test_every_exclusion_gives_its_reason():
