@@ -31,6 +31,12 @@ class SpeedRow:
     one: Speed
     busy: Speed | None
     claim: str = ""  # what the row's rent link says its GPUs hold: one request of the pages' lengths (figures/verdicts.py)
+    unmeasured: bool = False  # no run of the format's engine on this GPU was measured: the figure rests on the fit alone
+
+    @property
+    def engine(self) -> str:
+        """The engine the figure is for, the one the launch command names: the format's runtime."""
+        return self.fmt.runtime
 
     @property
     def price_per_hour(self) -> float | None:
@@ -78,7 +84,8 @@ def speed_row(catalog: Catalog, model: Model, fmt: WeightFormat, configuration: 
 
     busy = at(setting.busy_requests) if holds(catalog, model, fmt, configuration, setting.busy_requests) else None
     claim = serving_claim(model, fmt, setting.kv_format, setting.prompt_tokens + setting.output_tokens, 1)
-    return SpeedRow(model, fmt, configuration if priced else Configuration(gpu, count, 0.0), at(1), busy, claim)
+    unmeasured = speed_rules.calibration is not None and speed_rules.calibration.unmeasured(fmt.runtime, gpu.id)
+    return SpeedRow(model, fmt, configuration if priced else Configuration(gpu, count, 0.0), at(1), busy, claim, unmeasured)
 
 
 def cheapest(rows: Iterable[SpeedRow], busy: bool) -> SpeedRow | None:
@@ -136,6 +143,11 @@ class GpuSpeed:
     setting: SpeedPages
     rows: tuple[SpeedRow, ...]
     price_per_gpu_hour: float | None
+
+    @property
+    def unmeasured(self) -> tuple[str, ...]:
+        """The engines of the table's rows that no measured run on this GPU backs, in the order they first appear."""
+        return tuple(dict.fromkeys(row.engine for row in self.rows if row.unmeasured))
 
 
 def gpu_speed(catalog: Catalog, page: GpuPage) -> GpuSpeed | None:
