@@ -117,6 +117,7 @@ class Serving:
     command: launch.Launch | None = None  # what starts it on the GPUs chosen, on the pinned engine version
     refused: tuple[Refusal, ...] = ()  # the GPUs on offer whose engine cannot run these formats (engines/support.py)
     claim: str = ""  # what each configuration's rent link claims it holds (a catalog model's; verdicts.serving_claim)
+    unmeasured: frozenset[str] = frozenset()  # GPUs whose speed rests on the fit alone: no measured run of the engine there
 
     @property
     def total_bytes(self) -> float:
@@ -180,7 +181,13 @@ def serving(
     command = launch.launch(model, fmt, cache, work, settings, pin.version if pin else "")
     refused = support.left_out(table, rules.weight_formats, fmt, cache, (c.gpu for c in shop.configurations))
     claim = serving_claim(model, fmt, kv, context, requests) if model in catalog.models else ""
-    return Serving(need, fits, fmt.runtime, valid, speeds, sort, command, refused, claim)
+    calibration = catalog.rules.speed.calibration if catalog.rules.speed else None
+    unmeasured = frozenset(
+        f.configuration.gpu.id
+        for f in fits
+        if speeds and calibration is not None and calibration.unmeasured((f.stand_in or fmt).runtime, f.configuration.gpu.id)
+    )
+    return Serving(need, fits, fmt.runtime, valid, speeds, sort, command, refused, claim, unmeasured)
 
 
 @dataclass(frozen=True)

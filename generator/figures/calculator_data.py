@@ -341,6 +341,10 @@ def speed_data(rules: SpeedRules | None, runtimes: Collection[str]) -> dict | No
     return {
         "efficiency": efficiency,
         "computePrecision": {name: list(rates) for name, rates in rules.compute_precision.items()},
+        # by engine, the GPUs it has a measured run on: a figure elsewhere is marked (calibration.unmeasured)
+        "measured": {runtime: sorted(gpus) for runtime, gpus in rules.calibration.measured.items() if runtime in runtimes}
+        if rules.calibration
+        else {},
         "pcieGbS": {str(gen): gb_s for gen, gb_s in rules.pcie_gb_s.items()},
         "activationBytes": rules.activation_bytes,
         "secondsPerHour": SECONDS_PER_HOUR,

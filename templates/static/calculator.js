@@ -1012,7 +1012,7 @@
     // A configuration's speed and cost per million tokens (serving), in the columns after its price.
     function speedCells(c) {
       var v = c.speed;
-      return v ? [number.format(v.aggregate), perMillion.format(v.outputCost), number.format(v.decode), rate.format(v.ttft),
+      return v ? [number.format(v.aggregate) + (v.unmeasured ? "*" : ""), perMillion.format(v.outputCost), number.format(v.decode), rate.format(v.ttft),
         perMillion.format(v.inputCost)] : [];
     }
 

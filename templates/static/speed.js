@@ -110,8 +110,10 @@
     var round = s.batch * prefill + s.output * step.seconds;
     var aggregate = round ? s.batch * s.output / round : 0;
     var prefillRate = prefill ? s.prompt / prefill : 0;
+    var measured = data.speed.measured[runtime] || [];
     return { decode: 1 / step.seconds, aggregate: aggregate, ttft: prefill + step.seconds, prefillRate: prefillRate, step: step,
-      outputCost: perMillion(data, price, aggregate), inputCost: perMillion(data, price, prefillRate) };
+      outputCost: perMillion(data, price, aggregate), inputCost: perMillion(data, price, prefillRate),
+      unmeasured: measured.indexOf(gpuId) < 0 };
   }
 
   // Serving.rows in compute_calculator.py: each fit with its speed, in the order s.sort names (ties keep the price order).
