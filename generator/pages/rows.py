@@ -23,6 +23,7 @@ from markupsafe import Markup
 from markupsafe import escape as markup_escape
 
 from gpumem.figures.verdicts import serving_claim
+from gpumem.records.engines import RUNTIME_LABELS
 
 if TYPE_CHECKING:
     from gpumem.engines.sizing import Choice
@@ -275,7 +276,7 @@ class Rows:
 
         def line(r: SpeedRow) -> str:
             c = r.configuration
-            name = _("%(count)s × %(gpu)s, %(format)s", count=c.count, gpu=c.gpu.name, format=r.fmt.label)
+            name = _("%(count)s × %(gpu)s, %(format)s", count=c.count, gpu=c.gpu.name, format=r.fmt.label) + self.engine_mark(r)
             ttft = _("%(value)s s", value=f.number(r.one.ttft_s, 2))
             return (
                 f'<tr><th scope="row">{name} {self.rent_link(c.gpu.id, c.count, r.claim)}</th>\n'
@@ -286,10 +287,16 @@ class Rows:
 
         return _lines(line(r) for r in sp.rows)
 
+    @staticmethod
+    def engine_mark(r: SpeedRow) -> str:
+        """The engine a speed row's figures are for (the launch command's), and * where no run of it on that GPU was
+        measured (the note under the table says what the mark means)."""
+        return f" · {RUNTIME_LABELS[r.engine]}{'*' if r.unmeasured else ''}"
+
     def speed_gpu_rows(self, sp: GpuSpeed) -> Markup:
         priced = sp.price_per_gpu_hour is not None
         return _lines(
-            f'<tr><th scope="row">{escape(r.model.name)} ({escape(r.fmt.label)})</th>'
+            f'<tr><th scope="row">{escape(r.model.name)} ({escape(r.fmt.label)}){self.engine_mark(r)}</th>'
             f"<td>{escape(self.f.number(r.one.decode_tokens_per_s_per_request, 1))}</td>{self.busy_rate(r.busy)}"
             f"{self.cost(r.busy, False) if priced else ''}</tr>"
             for r in sp.rows

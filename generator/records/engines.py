@@ -23,6 +23,11 @@ class EnginePin:
         """The engine's name as pages write it."""
         return RUNTIME_LABELS[self.name]
 
+    @property
+    def label_version(self) -> str:
+        """Its name and version: "vLLM 0.33.0"."""
+        return f"{self.label} {self.version}"
+
 
 @dataclass(frozen=True)
 class WeightFormat:
