@@ -87,15 +87,17 @@ def test_the_pages_load_is_stated_in_rules_yaml():
 def test_model_page_rows_for_llama_3_1_70b():
     table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
     assert [numbers(row) for row in table.rows] == [
-        ("bf16", 8, "rtx-3090", 1.52, 33.92, 386.92, 0.5664, 12.6735, 1.0912),
-        ("fp8", 4, "rtx-3090", 0.76, 33.14, None, 0.9326, 6.5617, None),
-        ("awq", 1, "l40s", 0.44, 16.35, None, 0.6743, 7.5496, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
-        ("q4_k_m", 2, "rtx-3090", 0.38, 18.0, None, 6.2387, 6.5176, None),  # 39.59 GiB of GGUF tensors: two 24 GB cards
-        ("bf16", 8, "l40s", 3.52, 31.96, 417.83, 0.2579, 30.8167, 2.3402),
-        ("bf16", 2, "b300", 9.2, 56.26, 829.17, 0.077, 45.577, 3.0821),
+        ("bf16", 8, "rtx-3090", 1.52, 31.89, 339.21, 0.819, 13.5721, 1.2447),
+        ("fp8", 4, "rtx-3090", 0.76, 31.24, None, 1.4326, 7.0534, None),
+        ("awq", 1, "l40s", 0.44, 18.71, None, 1.0506, 6.656, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
+        ("q4_k_m", 2, "rtx-3090", 0.38, 17.42, None, 4.4572, 6.5236, None),  # 39.59 GiB of GGUF tensors: two 24 GB cards
+        ("bf16", 8, "l40s", 3.52, 30.26, 392.12, 0.3115, 32.5891, 2.4936),
+        ("bf16", 2, "b300", 9.2, 45.57, 664.87, 0.1157, 56.3221, 3.8437),
     ]
     for row in table.rows:
         assert_engine_figures(row, row.configuration.price_per_hour)
+    # vLLM has a measured run on none of these cards (rules.yaml speed.calibration gpus); llama.cpp on the RTX 3090
+    assert [(row.engine, row.unmeasured) for row in table.rows] == [("vllm", True)] * 3 + [("llama.cpp", False)] + [("vllm", True)] * 2
 
 
 def test_the_cheapest_per_token_is_marked_in_words(built_site):
@@ -114,30 +116,30 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "Per million output tokens, one request",
         "Per million output tokens, 16 requests",
     ]
-    assert shown[1] == ["8 × RTX 3090, BF16 Rent on Arrakis", "33.9", "386.9", "0.57 s", "$1.52", "$12.67", "$1.09 cheapest"]
+    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "31.9", "339.2", "0.82 s", "$1.52", "$13.57", "$1.24 cheapest"]
     assert shown[2] == [
-        "4 × RTX 3090, FP8 Rent on Arrakis",
-        "33.1",
+        "4 × RTX 3090, FP8 · vLLM* Rent on Arrakis",
+        "31.2",
         "does not hold them",
-        "0.93 s",
+        "1.43 s",
         "$0.76",
-        "$6.56",
+        "$7.05",
         "does not hold them",
     ]
     assert shown[3] == [
-        "1 × L40S, AWQ 4-bit Rent on Arrakis",
-        "16.4",
+        "1 × L40S, AWQ 4-bit · vLLM* Rent on Arrakis",
+        "18.7",
         "does not hold them",
-        "0.67 s",
+        "1.05 s",
         "$0.44",
-        "$7.55",
+        "$6.66",
         "does not hold them",
     ]
     assert shown[4] == [
-        "2 × RTX 3090, GGUF Q4_K_M Rent on Arrakis",
-        "18",
+        "2 × RTX 3090, GGUF Q4_K_M · llama.cpp Rent on Arrakis",
+        "17.4",
         "does not hold them",
-        "6.24 s",
+        "4.46 s",
         "$0.38",
         "$6.52 cheapest",
         "does not hold them",
@@ -151,27 +153,27 @@ def test_gpu_page_rows_for_the_rtx_4090(built_site):
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-4090")))
     assert table.price_per_gpu_hour == 0.38
     first = table.rows[0]
-    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 46.34, 586.07, 0.1691, 2.2933, 0.1801)
+    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 53.52, 623.88, 0.2571, 1.9976, 0.1692)
     assert first.model.id == "llama-3.1-8b"
     for row in table.rows:
         assert_engine_figures(row, 0.38)
     shown = table_rows(built_site / "en/gpus/rtx-4090/index.html")
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests", "Per million output tokens, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16)", "46.3", "586.1", "$0.18"]
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "53.5", "623.9", "$0.17"]  # a measured vLLM card: no *
 
 
 def test_a_gpu_not_on_offer_shows_speed_and_no_price(built_site):
     assert "rtx-5090" not in SHOP.markets
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-5090")))
     assert table.price_per_gpu_hour is None
-    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 74.25, 928.59, 0.1304, None, None)
+    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 90.1, 1007.52, 0.1994, None, None)
     for row in table.rows:
         assert_engine_figures(row, None)
         assert row.price_per_hour is None
     page = built_site / "en/gpus/rtx-5090/index.html"
     shown = table_rows(page)
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16)", "74.3", "928.6"]
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "90.1", "1,007.5"]
     assert "The RTX 5090 is not on offer in this snapshot, so the table shows tokens per second and no price." in page.read_text()
     assert not any("$" in cell for row in shown for cell in row)
 
@@ -187,23 +189,23 @@ def picks(fmt: str, label: str):
         (
             "70B",
             "bf16",
-            ("bf16", 8, "b300", 36.8, 98.54, 1487.67, 0.035, 103.9913, 6.8713),
-            ("bf16", 8, "rtx-3090", 1.52, 33.92, 386.92, 0.5664, 12.6735, 1.0912),
-            ("bf16", 8, "rtx-3090", 1.52, 33.92, 386.92, 0.5664, 12.6735, 1.0912),
+            ("bf16", 8, "b300", 36.8, 73.26, 1107.53, 0.0496, 139.9081, 9.2298),
+            ("bf16", 8, "rtx-3090", 1.52, 31.89, 339.21, 0.819, 13.5721, 1.2447),
+            ("bf16", 8, "rtx-3090", 1.52, 31.89, 339.21, 0.819, 13.5721, 1.2447),
         ),
         (
             "32B",
             "awq",  # one RTX 3090 holds one request, not 16: the busy pick is an L40S
-            ("awq", 8, "b300", 36.8, 155.36, 2349.94, 0.0207, 65.9432, 4.35),
-            ("awq", 1, "rtx-3090", 0.19, 33.01, None, 1.4586, 1.6744, None),
-            ("awq", 1, "l40s", 0.44, 30.95, 357.77, 0.3173, 3.9844, 0.3416),
+            ("awq", 1, "b300", 4.6, 173.33, 2022.17, 0.0821, 7.4694, 0.6319),  # eight cards' all-reduces cost more than they save
+            ("awq", 1, "rtx-3090", 0.19, 39.46, None, 2.3619, 1.4608, None),
+            ("awq", 1, "l40s", 0.44, 36.72, 381.52, 0.4876, 3.3844, 0.3204),
         ),
         (
             "405B",
             "fp8",
-            ("fp8", 8, "b300", 36.8, 51.64, 768.27, 0.0826, 198.5945, 13.3055),
-            ("fp8", 2, "b300", 9.2, 24.1, 355.1, 0.2035, 106.4514, 7.1967),
-            ("fp8", 2, "b300", 9.2, 24.1, 355.1, 0.2035, 106.4514, 7.1967),
+            ("fp8", 8, "b300", 36.8, 39.72, 590.41, 0.1162, 258.2858, 17.3137),
+            ("fp8", 2, "b300", 9.2, 20.31, 294.08, 0.3068, 126.497, 8.69),
+            ("fp8", 2, "b300", 9.2, 20.31, 294.08, 0.3068, 126.497, 8.69),
         ),
     ],
 )
@@ -226,9 +228,9 @@ def test_the_guide_page_shows_its_picks(built_site):
         " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td>(.*?)</td>", row[: row.index("</tr>")], re.S)
     ]
     assert cells == [
-        "8 × B300 98.5 tokens/s $36.80 per hour $103.99 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 33.9 tokens/s $1.52 per hour $12.67 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 386.9 tokens/s $1.52 per hour $1.09 per million output tokens Rent on Arrakis",
+        "8 × B300 · vLLM* 73.3 tokens/s $36.80 per hour $139.91 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 31.9 tokens/s $1.52 per hour $13.57 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 339.2 tokens/s $1.52 per hour $1.24 per million output tokens Rent on Arrakis",
     ]
 
 
