@@ -473,8 +473,8 @@ def test_requests_a_day_with_their_lengths_price_the_api_at_those_lengths(page, 
     page.fill("#api-output", "250")
     assert page.input_value("#api-requests") == "20000" and page.input_value("#api-tokens") == ""
     assert yours(page) == [
-        ["llama-3.1-8b", eight.hosted.at_volume(5_000_000), "$0.91 (13% busy; cheaper than the cheapest API)"],
-        ["llama-3.3-70b", seventy.hosted.at_volume(5_000_000), "$7.30 (18% busy; cheaper than the cheapest API)"],
+        ["llama-3.1-8b", eight.hosted.at_volume(5_000_000), "$0.91 (15% busy; cheaper than the cheapest API)"],
+        ["llama-3.3-70b", seventy.hosted.at_volume(5_000_000), "$7.30 (22% busy; cheaper than the cheapest API)"],
     ]
 
 
