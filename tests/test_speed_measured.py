@@ -42,7 +42,14 @@ def test_the_points_cover_what_issue_24_asks():
 
 def test_multi_gpu_points_cover_tensor_parallel_over_pcie_and_layer_splits():
     enforced = [p for p in points() if p["check"] in BOUNDS and not p.get("excluded")]
-    pcie = sorted({(p["engine"], p["gpu"], int(p["gpus"])) for p in enforced if int(p["gpus"]) > 1 and p["gpu"] in ("rtx-3090", "rtx-4090", "rtx-5090", "rtx-a6000", "rtx-6000-ada", "l40s", "a100-80gb-pcie", "h100-pcie")})
+    pcie = sorted(
+        {
+            (p["engine"], p["gpu"], int(p["gpus"]))
+            for p in enforced
+            if int(p["gpus"]) > 1
+            and p["gpu"] in ("rtx-3090", "rtx-4090", "rtx-5090", "rtx-a6000", "rtx-6000-ada", "l40s", "a100-80gb-pcie", "h100-pcie")
+        }
+    )
     assert ("vllm", "rtx-4090", 4) in pcie and ("vllm", "rtx-5090", 2) in pcie
     assert {count for engine, _, count in pcie if engine == "llama.cpp"} == {2, 4, 6, 8}
 
@@ -56,8 +63,22 @@ def test_the_fit_reproduces_the_engine_on_every_point():
     for t in terms():
         p = by_id[t.id]
         fmt, kv = found.rules.deployment.weight_formats[p["weights"]], found.rules.deployment.kv_formats[p["kv"]]
-        result = speed(rules, known[p["model_id"]], fmt, kv, found.gpu(p["gpu"]), int(p["gpus"]), Load(t.concurrency, t.prompt, t.output), runtime=t.engine)
-        engine = {"decode": result.decode_tokens_per_s_per_request, "aggregate": result.aggregate_tokens_per_s, "prefill": result.prefill_tokens_per_s, "ttft": result.ttft_s}[t.check]
+        result = speed(
+            rules,
+            known[p["model_id"]],
+            fmt,
+            kv,
+            found.gpu(p["gpu"]),
+            int(p["gpus"]),
+            Load(t.concurrency, t.prompt, t.output),
+            runtime=t.engine,
+        )
+        engine = {
+            "decode": result.decode_tokens_per_s_per_request,
+            "aggregate": result.aggregate_tokens_per_s,
+            "prefill": result.prefill_tokens_per_s,
+            "ttft": result.ttft_s,
+        }[t.check]
         assert math.isclose(predict(t, rules.efficiency[t.engine]), engine, rel_tol=1e-9), t.id
 
 

@@ -274,6 +274,7 @@ def test_the_calibration_rules_yaml_states_is_the_measured_table():
         gpus = {row.gpu for row in found if row.engine == engine and row.check in ("decode", "aggregate")}
         assert calibration.measured[engine] == gpus
 
+
 def test_speed_pages_errors_name_the_line(inputs, monkeypatch):
     monkeypatch.chdir(inputs)
     rules = inputs / "catalogs/rules.yaml"

@@ -169,7 +169,9 @@ def readme_table(found: tuple[Row, ...]) -> str:
     for engine, name in NAMES.items():
         cells = []
         for check in ("decode", "aggregate"):
-            errors = [abs(row.left_out_error) for row in found if row.engine == engine and row.check == check and row.left_out_error is not None]
+            errors = [
+                abs(row.left_out_error) for row in found if row.engine == engine and row.check == check and row.left_out_error is not None
+            ]
             inside = sum(1 for error in errors if error <= BOUNDS[check])
             cells.append(f"{inside} of {len(errors)}, {math.fsum(errors) / len(errors):.1%}" if errors else "not measured")
         lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
