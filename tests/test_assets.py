@@ -229,6 +229,7 @@ def test_the_built_scripts_and_styles_are_the_minified_sources(built_site: Path)
         ("style.css", minify_css),
         ("tables.css", minify_css),
         ("charts.css", minify_css),
+        ("forms.css", minify_css),
         ("search.js", minify_script),
         ("search.css", minify_css),
     ):

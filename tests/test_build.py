@@ -79,7 +79,7 @@ def test_a_build_under_umask_077_publishes_files_0644_and_folders_0755_down_from
     assert all(not path.is_symlink() for path in below)
     modes = {str(path): oct(stat.S_IMODE(path.stat().st_mode)) for path in [*above, *below]}
     assert modes == {str(path): "0o755" if path.is_dir() else "0o644" for path in [*above, *below]}
-    assert (sum(path.is_file() for path in below), sum(path.is_dir() for path in below)) == (754, 352)  # the version's own folder too
+    assert (sum(path.is_file() for path in below), sum(path.is_dir() for path in below)) == (755, 352)  # the version's own folder too
 
 
 @pytest.mark.parametrize("enabled", [True, False])
@@ -100,14 +100,14 @@ def test_rebuild_writes_only_what_changed_and_removes_what_no_longer_belongs(inp
     (inputs / "host").mkdir()
     (inputs / "host/CNAME").write_text("gpumem.example.org\n")  # a file of the host's, copied into the site
     first = build(options_for(inputs, host=inputs / "host"), now=NOW)
-    assert (first.pages, first.summary.written, first.summary.unchanged, first.summary.removed) == (347, 755, 0, 0)
+    assert (first.pages, first.summary.written, first.summary.unchanged, first.summary.removed) == (347, 756, 0, 0)
     assert (inputs / "site/CNAME").read_text() == "gpumem.example.org\n"
     again = build(options_for(inputs, host=inputs / "host"), now=NOW)
-    assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 755, 0)
+    assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 756, 0)
     edit(inputs / "content/en/home.md", "Three questions", "Three plain questions")
     (inputs / "host/CNAME").unlink()
     third = build(options_for(inputs, host=inputs / "host"), now=NOW)
-    assert (third.summary.written, third.summary.unchanged, third.summary.removed) == (1, 753, 1)
+    assert (third.summary.written, third.summary.unchanged, third.summary.removed) == (1, 754, 1)
     assert not (inputs / "site/CNAME").exists()
     assert "Three plain questions" in (inputs / "site/en/index.html").read_text()
 
@@ -230,7 +230,7 @@ def test_cli_build_summary_and_check_writes_nothing(inputs):
     assert not (inputs / "site").exists()
     built = subprocess.run([*run, "build", *paths, "--out", "site"], cwd=inputs, capture_output=True, text=True)
     assert built.returncode == 0
-    assert re.fullmatch(r"347 pages, 347 rendered; 754 files written, 0 unchanged, 0 removed in \d+\.\d\d s\n", built.stdout)
+    assert re.fullmatch(r"347 pages, 347 rendered; 755 files written, 0 unchanged, 0 removed in \d+\.\d\d s\n", built.stdout)
 
 
 def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monkeypatch):
@@ -250,10 +250,10 @@ def test_a_folder_built_from_the_same_inputs_is_checked_not_rebuilt(inputs, monk
         build(options_for(inputs), now=NOW)  # the tampered page forces a real build
     monkeypatch.undo()
     repaired = build(options_for(inputs), now=NOW)
-    assert (repaired.summary.written, repaired.summary.unchanged, repaired.summary.removed) == (1, 753, 0)
+    assert (repaired.summary.written, repaired.summary.unchanged, repaired.summary.removed) == (1, 754, 0)
     monkeypatch.setattr(pipeline, "site_rendering", no_render)
     again = build(options_for(inputs), now=NOW)
-    assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 754, 0)
+    assert (again.summary.written, again.summary.unchanged, again.summary.removed) == (0, 755, 0)
     (site / "stray.html").write_text("left behind")
     monkeypatch.undo()
     with pytest.raises(BuildError) as stopped:  # a file no build wrote: named, and nothing is replaced

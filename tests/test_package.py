@@ -42,7 +42,7 @@ def test_the_installed_command_builds_a_project_folder(installed, tmp_path):
     done = run_installed(installed, project, "build")
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[0] == str(installed / "gpumem/__init__.py")
-    assert done.stdout.startswith("347 pages, 347 rendered; 754 files written, 0 unchanged, 0 removed in ")
+    assert done.stdout.startswith("347 pages, 347 rendered; 755 files written, 0 unchanged, 0 removed in ")
     assert (project / "site/es/guias/memoria-gpu/index.html").is_file()
     elsewhere = run_installed(installed, tmp_path, "--project", str(project), "check")
     assert elsewhere.returncode == 0, elsewhere.stderr

@@ -203,6 +203,7 @@ def test_rebuild_after_a_new_snapshot_rewrites_only_pages_that_show_it(root):
                     "config.js",
                     "copy.js",
                     "favicon.svg",
+                    "forms.css",
                     "search.css",
                     "search.js",
                     "speed.js",

@@ -91,7 +91,7 @@ def test_serve_rebuilds_when_content_changes_and_outlives_bad_input(inputs):
         preview = Path(serving.removeprefix("serving ").split(" on ")[0])
         assert preview.name == "site" and preview.parent.name.startswith("gpumem-preview-") and preview.is_dir()
         assert server.line() == "watching the sources (inotify); open pages reload after each build\n"
-        assert server.line().startswith("rebuilt: 754 written, 0 removed in ")
+        assert server.line().startswith("rebuilt: 755 written, 0 removed in ")
         base = serving.split(" on ")[1].split(" ")[0]
         assert "Three questions come up" in fetch(base + "en/")
         home = inputs / "content/en/home.md"
@@ -183,7 +183,7 @@ def test_the_watcher_outlives_an_unexpected_error_and_rebuilds_on_the_next_save(
         )
         assert watcher.is_alive()
         edit(inputs / "content/en/home.md", "Three other questions", "Three more questions")
-        wait_for("rebuilt: 754 written, 0 removed in ")
+        wait_for("rebuilt: 755 written, 0 removed in ")
         assert "Three more questions" in (inputs / "preview/en/index.html").read_text()
         assert (preview.generation, preview.error) == (2, None)
     finally:
@@ -285,7 +285,7 @@ def test_an_open_page_reloads_after_a_save_and_shows_a_failed_build(inputs, page
     try:
         base = server.line().split(" on ")[1].split(" ")[0]
         server.line()
-        assert server.line().startswith("rebuilt: 754 written")
+        assert server.line().startswith("rebuilt: 755 written")
         page.goto(base + "en/")
         expect(page.locator("main")).to_contain_text("Three questions come up")
         page.wait_for_function("document.readyState === 'complete'")

@@ -140,7 +140,7 @@ def test_a_second_build_into_the_same_output_stops_at_once(inputs):
     go.touch()
     code, out, err = finish(first)
     assert (code, err) == (0, [])
-    assert re.fullmatch(SUMMARY.format(written=73, unchanged=0, removed=0), out)
+    assert re.fullmatch(SUMMARY.format(written=74, unchanged=0, removed=0), out)
     assert sorted(os.listdir(inputs / ".site.gpumem")) == ["lock", "v1", "v1.json"]
 
 
@@ -153,8 +153,8 @@ def test_two_builds_started_together_leave_one_whole_site(inputs, references):
     for (code, out, err), other in zip(results, reversed(builds), strict=True):
         if code == 0:
             assert err == []  # it wrote the changed pages, or found them written by the other one
-            assert re.fullmatch(SUMMARY.format(written=11, unchanged=62, removed=0), out) or re.fullmatch(
-                SUMMARY.format(written=0, unchanged=73, removed=0), out
+            assert re.fullmatch(SUMMARY.format(written=11, unchanged=63, removed=0), out) or re.fullmatch(
+                SUMMARY.format(written=0, unchanged=74, removed=0), out
             )
         else:  # it found the other one writing
             assert (code, out) == (1, "")
@@ -257,5 +257,5 @@ def test_the_earlier_writer_s_folder_stops_on_a_file_it_did_not_write_and_a_kill
     (inputs / "host").mkdir()
     (inputs / "host/CNAME").write_text("gpumem.example.org\n")  # where the host's own files belong
     code, out, err = finish(start(inputs, "", "--host", "host"))
-    assert (code, err) == (0, []) and re.fullmatch(SUMMARY.format(written=1, unchanged=73, removed=0), out)
+    assert (code, err) == (0, []) and re.fullmatch(SUMMARY.format(written=1, unchanged=74, removed=0), out)
     assert (inputs / "site/CNAME").read_text() == "gpumem.example.org\n"
