@@ -238,10 +238,10 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     """Each speed table quotes the error on measurements left out of the fit (vLLM's and llama.cpp's, the pages'
     engines), names the engines and versions, and says what the * of an unmeasured engine and GPU means."""
     sentence = (
-        "Roofline estimates fitted per engine. On measurements left out of the fit, vLLM is off by 13% for one request "
-        "(7 measurements) and 13% under load (21), llama.cpp by 6.6% (115). See how speed is estimated. "
-        "Figures for vLLM 0.33.0 and llama.cpp 0c1e57098, the engines and versions of the launch commands. "
-        "*: no run of the engine on that GPU was measured; its figure rests on the fit to other cards."
+        "Estimates; on measurements left out of the fit, vLLM is off by 13% for one request (7 measurements), "
+        "13% under load (21), llama.cpp by 6.6% (115). See how speed is estimated. "
+        "Engines: vLLM 0.33.0 and llama.cpp 0c1e57098, those of the launch commands. "
+        "*: no run of this engine on this GPU was measured."
     )
     for page in ("en/models/llama-3.1-70b/", "en/gpus/rtx-5090/", "en/guides/best-gpu-llm-inference/"):
         text = (built_site / page / "index.html").read_text()
