@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from gpumem.engines.speed import Load, speed
+from gpumem.engines.speed import speed
 
 from .measurements.fit_speed import ENGINES, fit, predict, terms
 from .measurements.speed_table import BOUNDS, DOC, SHARES, catalog, models, points, readme_table, rows, table
@@ -70,7 +70,7 @@ def test_the_fit_reproduces_the_engine_on_every_point():
             kv,
             found.gpu(p["gpu"]),
             int(p["gpus"]),
-            Load(t.concurrency, t.prompt, t.output),
+            t.load,
             runtime=t.engine,
         )
         engine = {

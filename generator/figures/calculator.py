@@ -181,11 +181,11 @@ def serving(
     command = launch.launch(model, fmt, cache, work, settings, pin.version if pin else "")
     refused = support.left_out(table, rules.weight_formats, fmt, cache, (c.gpu for c in shop.configurations))
     claim = serving_claim(model, fmt, kv, context, requests) if model in catalog.models else ""
-    calibration = catalog.rules.speed.calibration if catalog.rules.speed else None
+    rules_speed = catalog.rules.speed
     unmeasured = frozenset(
         f.configuration.gpu.id
         for f in fits
-        if speeds and calibration is not None and calibration.unmeasured((f.stand_in or fmt).runtime, f.configuration.gpu.id)
+        if speeds and rules_speed is not None and rules_speed.unmeasured((f.stand_in or fmt).runtime, f.configuration.gpu.id)
     )
     return Serving(need, fits, fmt.runtime, valid, speeds, sort, command, refused, claim, unmeasured)
 

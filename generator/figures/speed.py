@@ -84,7 +84,7 @@ def speed_row(catalog: Catalog, model: Model, fmt: WeightFormat, configuration: 
 
     busy = at(setting.busy_requests) if holds(catalog, model, fmt, configuration, setting.busy_requests) else None
     claim = serving_claim(model, fmt, setting.kv_format, setting.prompt_tokens + setting.output_tokens, 1)
-    unmeasured = speed_rules.calibration is not None and speed_rules.calibration.unmeasured(fmt.runtime, gpu.id)
+    unmeasured = speed_rules.unmeasured(fmt.runtime, gpu.id)
     return SpeedRow(model, fmt, configuration if priced else Configuration(gpu, count, 0.0), at(1), busy, claim, unmeasured)
 
 
@@ -143,11 +143,6 @@ class GpuSpeed:
     setting: SpeedPages
     rows: tuple[SpeedRow, ...]
     price_per_gpu_hour: float | None
-
-    @property
-    def unmeasured(self) -> tuple[str, ...]:
-        """The engines of the table's rows that no measured run on this GPU backs, in the order they first appear."""
-        return tuple(dict.fromkeys(row.engine for row in self.rows if row.unmeasured))
 
 
 def gpu_speed(catalog: Catalog, page: GpuPage) -> GpuSpeed | None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 RUNTIME_LABELS = {"vllm": "vLLM", "llama.cpp": "llama.cpp"}  # each runtime's name as pages and commands write it
+# Every engine the speed engine is calibrated on (rules.yaml speed.efficiency), named as pages write it.
+ENGINE_LABELS = {**RUNTIME_LABELS, "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM"}
 
 
 @dataclass(frozen=True)
@@ -227,6 +229,11 @@ class SpeedCalibration:
     def check(self, engine: str, name: str) -> SpeedCheck | None:
         return self.engines.get(engine, {}).get(name)
 
+    @staticmethod
+    def label(engine: str) -> str:
+        """An engine's name as pages write it."""
+        return ENGINE_LABELS[engine]
+
     def unmeasured(self, engine: str, gpu: str) -> bool:
         """Whether a figure of this engine on this GPU rests on the fit alone, with no run of its own."""
         return gpu not in self.measured.get(engine, frozenset())
@@ -241,6 +248,13 @@ class SpeedRules:
     pcie_gb_s: dict[int, float]  # PCIe generation -> x16 GB/s, both directions summed
     activation_bytes: float  # bytes per hidden-state element in a tensor-parallel all-reduce
     pages: SpeedPages | None = None  # the pages' load; None: the site shows no speed figure
+
+    label = staticmethod(SpeedCalibration.label)  # an engine's name as pages write it
+
+    def unmeasured(self, engine: str, gpu: str) -> bool:
+        """Whether a figure of this engine on this GPU rests on the fit alone (never, without a calibration)."""
+        return self.calibration is not None and self.calibration.unmeasured(engine, gpu)
+
     calibration: SpeedCalibration | None = None
 
 

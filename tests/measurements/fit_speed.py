@@ -30,10 +30,9 @@ from dataclasses import dataclass, replace
 from gpumem.engines.speed import Load, decode_step, link_path, prefill_step
 from gpumem.records.engines import Efficiency
 
-from .speed_table import BOUNDS, CHECKS, catalog, models, points
+from .speed_table import BOUNDS, CHECKS, ENGINES, catalog, models, points
 
-SERVING = ("vllm", "sglang", "tensorrt-llm")
-ENGINES = (*SERVING, "llama.cpp")
+SERVING = ENGINES[:3]  # the batched serving engines; llama.cpp is the fourth
 MIN_POINTS = 3
 TIED = {"llama.cpp": {"compute": "prefill", "prefill_moe": "prefill"}}
 FRACTIONS = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe")
@@ -58,9 +57,7 @@ class Terms:
     path: str
     allreduces: int  # all-reduces per forward pass (two per layer on several GPUs, none for llama.cpp)
     layers: int
-    concurrency: int
-    prompt: int
-    output: int
+    load: Load
     decode_memory: float
     decode_compute: float
     decode_ring: float
@@ -103,9 +100,7 @@ def terms() -> list[Terms]:
                 path=link_path(gpu, gpus),
                 allreduces=0 if engine == "llama.cpp" or gpus == 1 else 2 * model.arch.layers,
                 layers=model.arch.layers,
-                concurrency=load.concurrency,
-                prompt=load.prompt_tokens,
-                output=load.output_tokens,
+                load=load,
                 decode_memory=step.memory_s,
                 decode_compute=step.compute_s,
                 decode_ring=step.link_s,
@@ -118,18 +113,21 @@ def terms() -> list[Terms]:
 
 
 def predict(t: Terms, e: Efficiency) -> float:
-    """The engine's figure for a point, in its check's unit, from its terms (engines/speed.py's arithmetic)."""
+    """The engine's figure for a point, in its check's unit: engines/speed.py's arithmetic on the point's parts
+    divided by the factors, written out here because the fit runs it millions of times (building speed()'s
+    records for each would make the fit four times slower)."""
     bandwidth = e.bandwidth_hbm if t.hbm else e.bandwidth_gddr
     fixed = t.allreduces * e.allreduce(t.path) + t.layers * e.layer_overhead_s
     step = max(t.decode_memory / bandwidth, t.decode_compute / e.compute) + t.decode_ring + fixed
     rate = e.prefill_moe if t.moe else e.prefill
-    prefill = max(t.prefill_compute / rate, t.prefill_memory / bandwidth) + t.prefill_ring + fixed if t.prompt else 0.0
+    prompt, output, requests = t.load.prompt_tokens, t.load.output_tokens, t.load.concurrency
+    prefill = max(t.prefill_compute / rate, t.prefill_memory / bandwidth) + t.prefill_ring + fixed if prompt else 0.0
     if t.check == "decode":
         return 1 / step
     if t.check == "aggregate":
-        return t.concurrency * t.output / (t.concurrency * prefill + t.output * step)
+        return requests * output / (requests * prefill + output * step)
     if t.check == "prefill":
-        return t.prompt / prefill
+        return prompt / prefill
     return prefill + step
 
 

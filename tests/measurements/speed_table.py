@@ -17,9 +17,9 @@ import yaml
 
 from gpumem.catalog.hf_config import model_from_config
 from gpumem.catalog.inputs import load_catalog
-from gpumem.engines.speed import Load, speed
+from gpumem.engines.speed import Load, Speed, speed
 from gpumem.records.catalog import Catalog, Model
-from gpumem.records.engines import SpeedRules
+from gpumem.records.engines import ENGINE_LABELS, SpeedRules
 
 from ..project import REPO
 from .generated import Generated, main
@@ -31,6 +31,13 @@ BOUNDS = {"decode": 0.25, "aggregate": 0.35}  # each point's bound; prefill and 
 SHARES = {"decode": 0.85, "aggregate": 0.70}  # issue 24: the share of each engine's left-out points within the bound
 UNITS = {"decode": "tok/s", "aggregate": "tok/s", "prefill": "tok/s", "ttft": "s"}
 CHECKS = ("decode", "aggregate", "prefill", "ttft")
+ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp")  # each fitted on its own runs (fit_speed.py)
+FIGURES = {
+    "decode": "decode_tokens_per_s_per_request",
+    "aggregate": "aggregate_tokens_per_s",
+    "prefill": "prefill_tokens_per_s",
+    "ttft": "ttft_s",
+}
 DOC = Generated("speed.md", "tests.measurements.speed_table")
 
 
@@ -85,12 +92,12 @@ def predicted(point: dict[str, Any], found: Catalog, model: Model, rules: SpeedR
     load = Load(int(point["concurrency"]), int(point["prompt_tokens"]), int(point["output_tokens"]))
     fmt, kv = deployment.weight_formats[point["weights"]], deployment.kv_formats[point["kv"]]
     result = speed(rules, model, fmt, kv, found.gpu(point["gpu"]), int(point["gpus"]), load, runtime=runtime)
-    return {
-        "decode": result.decode_tokens_per_s_per_request,
-        "aggregate": result.aggregate_tokens_per_s,
-        "prefill": result.prefill_tokens_per_s,
-        "ttft": result.ttft_s,
-    }[point["check"]]
+    return figure(result, point["check"])
+
+
+def figure(result: Speed, check: str) -> float:
+    """The figure of a Speed a check compares with its measurement."""
+    return getattr(result, FIGURES[check])
 
 
 @cache
@@ -159,14 +166,12 @@ def table(found: tuple[Row, ...]) -> str:
     return "\n".join(lines)
 
 
-NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM", "llama.cpp": "llama.cpp"}
-
-
 def readme_table(found: tuple[Row, ...]) -> str:
     """README's table: per engine, its points within the bound and the mean |error|, each predicted with its
     source left out of the fit."""
     lines = ["| engine | one request: within ±25%, mean \\|error\\| | under load: within ±35%, mean |", "|---|---|---|"]
-    for engine, name in NAMES.items():
+    for engine in ENGINES:
+        name = ENGINE_LABELS[engine]
         cells = []
         for check in ("decode", "aggregate"):
             errors = [
