@@ -7,7 +7,17 @@ from pathlib import Path
 import pytest
 
 from gpumem.engines.deployment import kv_cache_bytes_per_gpu, weights_bytes
-from gpumem.engines.speed import Load, compute_precision, link_bytes_per_s, speed, touched_expert_fraction
+from gpumem.engines.speed import (
+    Load,
+    attention_flops_per_token,
+    compute_precision,
+    link_bytes_per_s,
+    matmul_flops_per_token,
+    prefill_chunk,
+    prefill_step,
+    speed,
+    touched_expert_fraction,
+)
 
 from . import test_validate
 from .conftest import edit, line_of
@@ -77,6 +87,27 @@ def test_llama_cpp_gpus_take_turns_and_vllm_splits_each_layer(found):
     assert split.step.memory_s < whole.step.memory_s / 3
 
 
+def test_a_long_prompt_is_prefilled_in_chunks_each_reading_the_weights(found):
+    """vLLM chunks a prompt to max_num_batched_tokens, 2,048 on an A100 and 8,192 on an H100; llama.cpp to its
+    512-token micro-batch. A 5,000-token prompt on one A100 takes 3 passes: 3 weight reads and 3 x 80 layers of fixed
+    time where one pass had 1; the FLOPs are the same. On 2 cards each pass also pays its all-reduces' fixed cost."""
+    deployment, rules = found.rules.deployment, found.rules.speed
+    a100, h100 = found.gpu("a100-80gb-sxm"), found.gpu("h100-sxm")
+    assert [prefill_chunk(deployment, "vllm", a100), prefill_chunk(deployment, "vllm", h100)] == [2048, 8192]
+    assert [prefill_chunk(deployment, "llama.cpp", a100), prefill_chunk(deployment, "sglang", h100)] == [512, 0]
+    model, (fmt, _) = found.model("llama-3.1-70b"), formats(found, "bf16", "bf16")
+    whole = prefill_step(rules, model, fmt, a100, 1, 5000, "vllm")
+    chunked = prefill_step(rules, model, fmt, a100, 1, 5000, "vllm", 2048)
+    assert chunked.compute_s == whole.compute_s
+    assert chunked.memory_s == pytest.approx(3 * whole.memory_s, rel=1e-12)
+    vllm = rules.efficiency["vllm"]
+    assert chunked.overhead_s == pytest.approx(3 * 80 * vllm.layer_overhead_s, rel=1e-12)
+    pair = prefill_step(rules, model, fmt, a100, 2, 5000, "vllm", 2048).link_s
+    assert pair - prefill_step(rules, model, fmt, a100, 2, 5000, "vllm").link_s == pytest.approx(
+        2 * 2 * 80 * vllm.allreduce_link_s, rel=1e-12
+    )
+
+
 def test_each_format_runs_at_the_fastest_tensor_rate_the_gpu_has(found):
     rules = found.rules.speed
     fp8, mxfp4, awq = (found.rules.deployment.weight_formats[name] for name in ("fp8", "mxfp4", "awq"))
@@ -87,6 +118,27 @@ def test_each_format_runs_at_the_fastest_tensor_rate_the_gpu_has(found):
     assert compute_precision(rules, awq, found.gpu("b200")) == "bf16"
 
 
+def test_llama_cpp_multiplies_gguf_types_in_int8_tiles_and_f16_with_fp16_accumulation(found):
+    """MMQ: every GGUF type at the int8 rate (660.6 TOPS on an RTX 4090), at its quantized prefill factor; F16 weights
+    in cuBLAS with FP16 accumulation on llama.cpp (330.3 TFLOPS on an RTX 4090, 142 on an RTX 3090), where vLLM's
+    FP16 GEMMs stay at the FP32-accumulate rate (165.2); a card without a separate FP16 rate keeps its BF16 one."""
+    rules, weight_formats = found.rules.speed, found.rules.deployment.weight_formats
+    q4, fp16 = weight_formats["q4_k_m"], weight_formats["fp16"]
+    rtx4090 = found.gpu("rtx-4090")
+    assert compute_precision(rules, q4, rtx4090) == "int8"
+    assert [compute_precision(rules, fp16, rtx4090, "llama.cpp"), compute_precision(rules, fp16, rtx4090, "vllm")] == ["fp16", "bf16"]
+    assert compute_precision(rules, fp16, found.gpu("a100-80gb-sxm"), "llama.cpp") == "bf16"
+    model, llama = found.model("llama-3.1-8b"), rules.efficiency["llama.cpp"]
+    quantized = prefill_step(rules, model, q4, rtx4090, 1, 512, "llama.cpp", 512)
+    assert quantized.compute_s == pytest.approx(
+        512 * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, 256)) / (660.6e12 * llama.prefill_quantized), rel=1e-12
+    )
+    dense = prefill_step(rules, model, fp16, found.gpu("rtx-3090"), 1, 512, "llama.cpp", 512)
+    assert dense.compute_s == pytest.approx(
+        512 * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, 256)) / (142e12 * llama.prefill), rel=1e-12
+    )
+
+
 def test_the_speed_block_is_checked_field_by_field(root):
     edit(root / RULES, "    llama.cpp: {bandwidth_gddr: 0.93,", "    llamacpp: {bandwidth_gddr: 0.93,")
     edit(root / RULES, "    mxfp4: [fp4]\n", "    mxfp4: [fp6]\n")
@@ -95,5 +147,5 @@ def test_the_speed_block_is_checked_field_by_field(root):
     assert problems(root) == [
         f"catalogs/rules.yaml:{table}: rules: speed.efficiency.llama.cpp: missing field",
         f"catalogs/rules.yaml:{runtime}: rules: speed.efficiency.llamacpp: unknown field (did you mean 'llama.cpp'?)",
-        f"catalogs/rules.yaml:{rates}: rules: speed.compute_precision.mxfp4: expected a list of tensor rates (bf16, fp8, fp4, int8), got ['fp6']",
+        f"catalogs/rules.yaml:{rates}: rules: speed.compute_precision.mxfp4: expected a list of tensor rates (bf16, fp16, fp8, fp4, int8), got ['fp6']",
     ]

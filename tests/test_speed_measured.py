@@ -10,7 +10,7 @@ import pytest
 from gpumem.engines.speed import speed
 
 from .measurements.fit_speed import ENGINES, fit, predict, terms
-from .measurements.speed_table import BOUNDS, DOC, SHARES, catalog, models, points, readme_table, rows, table
+from .measurements.speed_table import BOUNDS, DOC, SHARES, catalog, chunk_of, models, points, readme_table, rows, table
 from .project import REPO
 
 REQUIRED = ("id", "engine", "version", "gpu", "gpus", "model", "model_id", "weights", "kv", "concurrency", "prompt_tokens", "output_tokens")
@@ -72,6 +72,7 @@ def test_the_fit_reproduces_the_engine_on_every_point():
             int(p["gpus"]),
             t.load,
             runtime=t.engine,
+            chunk=chunk_of(p, found),
         )
         engine = {
             "decode": result.decode_tokens_per_s_per_request,

@@ -32,7 +32,8 @@ GPU_FIELDS = (
 ).split()
 FORM_FACTORS = ("pcie", "sxm", "oam", "superchip")
 LINKS = ("nvlink", "nvlink-bridge", "infinity-fabric", "pcie")
-PRECISIONS = ("bf16", "fp8", "fp4", "int8")  # dense TFLOPS (TOPS for int8), bf16 required
+# dense TFLOPS (TOPS for int8), bf16 required; fp16: FP16 with FP16 accumulate, where the vendor lists it above bf16's
+PRECISIONS = ("bf16", "fp16", "fp8", "fp4", "int8")
 PCIE_GENERATIONS = (3, 4, 5, 6)
 NVIDIA_CAPABILITY = re.compile(r"[1-9][0-9]?\.[0-9]")  # CUDA's compute capability, major.minor: "8.6", "10.0"
 AMD_TARGET = re.compile(r"gfx[0-9]{2,3}[0-9a-f]")  # the LLVM target ROCm builds for: gfx90a, gfx942, gfx950
@@ -111,7 +112,7 @@ def read_link(entry: Entry) -> Link | None:
 
 
 def read_throughput(entry: Entry) -> dict[str, float]:
-    """dense_tflops: {bf16, fp8, fp4, int8}, the vendor's dense peaks (no sparsity); bf16 is required."""
+    """dense_tflops: {bf16, fp16, fp8, fp4, int8}, the vendor's dense peaks (no sparsity); bf16 is required."""
     section = entry.section("dense_tflops")
     if section is None:
         return {}

@@ -7,18 +7,20 @@ touches) and the KV cache of every running request, and does two FLOPs per activ
 per token: its time is the larger of bytes over bandwidth and FLOPs over dense throughput,
 each times the fraction of the datasheet peak the engine reaches (rules.yaml, speed), plus
 the tensor-parallel all-reduces over the GPU-to-GPU link. Prefill is the prompt's FLOPs over
-dense throughput. llama.cpp splits layers across GPUs instead: they take turns, so its step
-reads the whole model at one GPU's bandwidth.
+dense throughput, in passes of the engine's chunk (prefill_chunk): each pass reads the weights and
+pays the fixed costs again. llama.cpp splits layers across GPUs instead: they take turns, so its
+step reads the whole model at one GPU's bandwidth.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gpumem.engines import gguf
-from gpumem.engines.deployment import expert_params, kv_cache_bytes_per_gpu, weights_bytes
+from gpumem.engines.deployment import batch_defaults, expert_params, kv_cache_bytes_per_gpu, weights_bytes
 from gpumem.records.catalog import Architecture, Gpu, Model
-from gpumem.records.engines import KvFormat, SpeedRules, WeightFormat
+from gpumem.records.engines import DeploymentRules, KvFormat, SpeedRules, WeightFormat
 
 SECONDS_PER_HOUR = 3600
 MILLION = 1e6
@@ -69,12 +71,24 @@ class Speed:
     usd_per_million_input_tokens: float | None = None
 
 
-def compute_precision(rules: SpeedRules, fmt: WeightFormat, gpu: Gpu) -> str:
-    """The tensor rate a format's matrix products run at: the first of its precisions the GPU has."""
-    for precision in rules.compute_precision.get(fmt.name, ()):
+def compute_precision(rules: SpeedRules, fmt: WeightFormat, gpu: Gpu, runtime: str = "") -> str:
+    """The tensor rate a format's matrix products run at: the first of its precisions the GPU has. llama.cpp multiplies
+    F16 weights in cuBLAS with FP16 accumulation (CUBLAS_COMPUTE_16F), which GeForce cards run at twice their
+    FP32-accumulate rate (ggml_cuda_mul_mat_cublas,
+    https://github.com/ggml-org/llama.cpp/blob/0c1e57098/ggml/src/ggml-cuda/ggml-cuda.cu#L1390-L1392 and #L1617-L1662);
+    vLLM's PyTorch GEMMs accumulate in FP32. No page offers F16 GGUF files: only measured runs take this rate."""
+    accumulate16 = ("fp16",) if runtime == "llama.cpp" and fmt.name == "fp16" else ()
+    for precision in (*accumulate16, *rules.compute_precision.get(fmt.name, ())):
         if precision in gpu.dense_tflops:
             return precision
     return "bf16"
+
+
+def quantized_kernels(fmt: WeightFormat) -> bool:
+    """Whether the engine multiplies these weights in its own quantized kernels: llama.cpp's MMQ takes every GGUF type
+    on NVIDIA GPUs from Turing on and on CDNA3, in int8 tensor-core tiles (ggml_cuda_should_use_mmq,
+    https://github.com/ggml-org/llama.cpp/blob/0c1e57098/ggml/src/ggml-cuda/mmq.cu#L318-L373)."""
+    return fmt.runtime == "llama.cpp"
 
 
 def link_path(gpu: Gpu, gpus: int) -> str:
@@ -144,7 +158,7 @@ def decode_step(
     cache = kv_cache_bytes_per_gpu(model.arch, kv, round(context), batch, split, runtime)
     read = weight_bytes_read(model, fmt, batch) / split + cache
     flops = batch * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, context)) / split
-    rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu)] * 1e12
+    rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu, runtime)] * 1e12
     link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, batch, runtime)
     return Step(
         memory_s=read / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type)),
@@ -154,22 +168,45 @@ def decode_step(
     )
 
 
-def prefill_step(rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, gpus: int, prompt: int, runtime: str) -> Step:
+def prefill_chunk(rules: DeploymentRules, runtime: str, gpu: Gpu) -> int:
+    """Prompt tokens one forward pass takes: llama.cpp's micro-batch (n_ubatch); vLLM's max_num_batched_tokens for the
+    card (batch_defaults), as its scheduler chunks every prefill to it; 0, the whole prompt in one pass, for SGLang and
+    TensorRT-LLM: the site launches neither, and their measured prompts fit in one of their default chunks."""
+    if runtime == "llama.cpp":
+        return rules.llamacpp_batch
+    if runtime == "vllm":
+        return batch_defaults(rules, gpu.runtime_bytes, gpu.id).tokens
+    return 0
+
+
+def passes(prompt: int, chunk: int) -> int:
+    """Forward passes a prompt takes in chunks of `chunk` tokens (one when 0)."""
+    return math.ceil(prompt / chunk) if chunk and prompt else 1
+
+
+def prefill_step(
+    rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, gpus: int, prompt: int, runtime: str, chunk: int = 0
+) -> Step:
     """One prompt's prefill, in the parts of a step: its FLOPs (causal attention over half the prompt on average)
-    over dense throughput, or reading the weights once if that takes longer, plus the link and the time per layer."""
+    over dense throughput, or reading the weights once per pass if that takes longer, plus the link and the time per
+    layer of every pass."""
     efficiency = rules.efficiency[runtime]
     split = 1 if runtime == "llama.cpp" else gpus
+    times = passes(prompt, chunk)
     flops = prompt * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, prompt / 2)) / split
-    rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu)] * 1e12
-    compute = flops / (rate * (efficiency.prefill_moe if model.is_moe else efficiency.prefill))
-    memory = weights_bytes(model, fmt) / split / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type))
-    link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, prompt, runtime)
-    return Step(memory_s=memory, compute_s=compute, link_s=link, overhead_s=model.arch.layers * efficiency.layer_overhead_s)
+    rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu, runtime)] * 1e12
+    compute = flops / (rate * efficiency.prefill_share(model.is_moe, quantized_kernels(fmt)))
+    memory = times * weights_bytes(model, fmt) / split / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type))
+    link = 0.0
+    if runtime != "llama.cpp" and gpus > 1:  # the ring carries the prompt once; every pass pays the fixed cost
+        fixed = 2 * model.arch.layers * efficiency.allreduce(link_path(gpu, gpus))
+        link = allreduce_s(rules, model, gpu, gpus, prompt, runtime) + (times - 1) * fixed
+    return Step(memory_s=memory, compute_s=compute, link_s=link, overhead_s=times * model.arch.layers * efficiency.layer_overhead_s)
 
 
-def prefill_s(rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, gpus: int, prompt: int, runtime: str) -> float:
+def prefill_s(rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, gpus: int, prompt: int, runtime: str, chunk: int = 0) -> float:
     """One prompt's prefill in seconds (none without a prompt)."""
-    return prefill_step(rules, model, fmt, gpu, gpus, prompt, runtime).seconds if prompt else 0.0
+    return prefill_step(rules, model, fmt, gpu, gpus, prompt, runtime, chunk).seconds if prompt else 0.0
 
 
 def speed(
@@ -182,18 +219,20 @@ def speed(
     load: Load,
     price_per_hour: float | None = None,
     runtime: str = "",
+    chunk: int = 0,
 ) -> Speed:
     """Tokens per second of a load on `gpus` x `gpu`, and US$ per million tokens at the configuration's price.
 
     Decode runs at the load's average depth (prompt plus half the output). The aggregate counts the
     prefills the running requests need between them: a round of `concurrency` requests takes their
     prefills plus `output_tokens` decode steps. The runtime is the format's unless another engine
-    ran it (a measured point of SGLang or TensorRT-LLM takes that engine's factors).
+    ran it (a measured point of SGLang or TensorRT-LLM takes that engine's factors); `chunk` is its prefill chunk
+    (prefill_chunk), 0 for the prompt in one pass.
     """
     runtime = runtime or fmt.runtime
     context = load.prompt_tokens + load.output_tokens / 2
     step = decode_step(rules, model, fmt, kv, gpu, gpus, load.concurrency, context, runtime)
-    prefill = prefill_s(rules, model, fmt, gpu, gpus, load.prompt_tokens, runtime)
+    prefill = prefill_s(rules, model, fmt, gpu, gpus, load.prompt_tokens, runtime, chunk)
     round_s = load.concurrency * prefill + load.output_tokens * step.seconds
     aggregate = load.concurrency * load.output_tokens / round_s if round_s else 0.0
     prefill_rate = load.prompt_tokens / prefill if prefill else 0.0

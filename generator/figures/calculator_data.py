@@ -332,6 +332,7 @@ def speed_data(rules: SpeedRules | None, runtimes: Collection[str]) -> dict | No
             "compute": e.compute,
             "prefill": e.prefill,
             "prefillMoe": e.prefill_moe,
+            "prefillQuantized": e.prefill_quantized,
             "layerOverheadS": e.layer_overhead_s,
             "allreduceS": {"link": e.allreduce_link_s, "pcie": e.allreduce_pcie_s},
         }

@@ -182,6 +182,7 @@ class Efficiency:
     compute: float
     prefill: float
     prefill_moe: float  # a mixture of experts' prefill: grouped expert GEMMs run below a dense GEMM
+    prefill_quantized: float  # the prefill of weights the engine's own quantized kernels multiply (llama.cpp's MMQ)
     layer_overhead_s: float = 0.0  # fixed time per layer and forward pass: kernel launches and synchronisation
     allreduce_link_s: float = 0.0  # fixed cost of one tensor-parallel all-reduce over NVLink or Infinity Fabric
     allreduce_pcie_s: float = 0.0  # and over PCIe
@@ -189,6 +190,11 @@ class Efficiency:
     def bandwidth(self, memory_type: str) -> float:
         """The fraction of a card's bandwidth reached, by its memory: HBM stacks or GDDR chips."""
         return self.bandwidth_hbm if memory_type.upper().startswith("HBM") else self.bandwidth_gddr
+
+    def prefill_share(self, moe: bool, quantized: bool) -> float:
+        """The fraction of the tensor rate a prompt's matrix products reach: a mixture of experts' grouped GEMMs,
+        else the engine's quantized kernels (speed.quantized_kernels), else a dense 16-bit or FP8 GEMM."""
+        return self.prefill_moe if moe else self.prefill_quantized if quantized else self.prefill
 
     def allreduce(self, path: str) -> float:
         """The fixed cost of one all-reduce on a path: "link" or "pcie" (engines/speed.link_path)."""

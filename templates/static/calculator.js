@@ -1214,7 +1214,7 @@
     estimatedFields: estimatedFields,
     errorText: errorText,
     isDict: isDict, has: has, get: get, full: FULL,
-    weightsBytes: weightsBytes, gguf: gguf, expertParams: expertParams, embeddingParams: embeddingParams, gpuOf: gpuOf, offered: offered,
+    weightsBytes: weightsBytes, gguf: gguf, batchDefaults: batchDefaults, expertParams: expertParams, embeddingParams: embeddingParams, gpuOf: gpuOf, offered: offered,
     checkNumber: checkNumber, trainingChoices: trainingChoices, switches: SWITCHES, kvCache: kvCache, byName: byName, remember: remember,
     loadPreset: loadPreset };
   var root = document.getElementById("calculator");

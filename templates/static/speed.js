@@ -83,16 +83,29 @@
     return step;
   }
 
-  function prefillS(data, s, fmt, gpu, gpus, prompt, runtime) {
+  // speed.prefill_chunk: llama.cpp's micro-batch, vLLM's max_num_batched_tokens for the card (0: one pass).
+  function prefillChunk(data, runtime, gpu, gpuId) {
+    if (runtime === "llama.cpp") return data.deployment.llamacppBatch;
+    return runtime === "vllm" ? memory().batchDefaults(data, gpu.runtimeBytes, gpuId).tokens : 0;
+  }
+
+  // speed.prefill_step: the prompt's FLOPs, or one weight read per pass, plus the link and each pass's fixed costs.
+  function prefillS(data, s, fmt, gpu, gpus, prompt, runtime, chunk) {
     if (prompt === 0) return 0;
     var efficiency = data.speed.efficiency[runtime];
-    var split = runtime === "llama.cpp" ? 1 : gpus;
+    var split = runtime === "llama.cpp" ? 1 : gpus, passes = chunk ? Math.ceil(prompt / chunk) : 1;
     var flops = prompt * (matmulFlopsPerToken(s) + attentionFlopsPerToken(s.arch, prompt / 2)) / split;
     var rate = gpu.tflops[computePrecision(data, s.weights, gpu)] * 1e12;
-    var compute = flops / (rate * (s.active ? efficiency.prefillMoe : efficiency.prefill));
-    var read = memory().weightsBytes(data, s, fmt) / split / (gpu.bandwidth * 1e12 * bandwidthShare(efficiency, gpu));
-    var link = runtime === "llama.cpp" ? 0 : allreduceS(data, s, gpu, gpus, prompt, runtime);
-    return Math.max(compute, read) + link + s.arch.layers * efficiency.layerOverheadS;
+    // Efficiency.prefill_share: MoE grouped GEMMs, else the engine's quantized kernels (llama.cpp's MMQ), else dense
+    var share = s.active ? efficiency.prefillMoe : fmt.runtime === "llama.cpp" ? efficiency.prefillQuantized : efficiency.prefill;
+    var compute = flops / (rate * share);
+    var read = passes * memory().weightsBytes(data, s, fmt) / split / (gpu.bandwidth * 1e12 * bandwidthShare(efficiency, gpu));
+    var link = 0;
+    if (runtime !== "llama.cpp" && gpus > 1) {
+      link = allreduceS(data, s, gpu, gpus, prompt, runtime)
+        + (passes - 1) * 2 * s.arch.layers * efficiency.allreduceS[linkPath(gpu, gpus)];
+    }
+    return Math.max(compute, read) + link + passes * s.arch.layers * efficiency.layerOverheadS;
   }
 
   function perMillion(data, price, tokensPerS) {
@@ -106,7 +119,7 @@
     var gpu = memory().gpuOf(data, gpuId);
     var runtime = fmt.runtime, context = s.prompt + s.output / 2;
     var step = decodeStep(data, s, fmt, kv, gpu, gpus, s.batch, context, runtime);
-    var prefill = prefillS(data, s, fmt, gpu, gpus, s.prompt, runtime);
+    var prefill = prefillS(data, s, fmt, gpu, gpus, s.prompt, runtime, prefillChunk(data, runtime, gpu, gpuId));
     var round = s.batch * prefill + s.output * step.seconds;
     var aggregate = round ? s.batch * s.output / round : 0;
     var prefillRate = prefill ? s.prompt / prefill : 0;

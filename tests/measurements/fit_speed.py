@@ -3,8 +3,9 @@ and their error on the points of a source left out of the fit.
 
 Each engine (vLLM, SGLang, TensorRT-LLM, llama.cpp) gets its own factors, fitted on its own runs. A factor
 with fewer than MIN_POINTS points of its engine takes the value fitted on every serving engine's points
-together (vLLM, SGLang and TensorRT-LLM pooled), or for llama.cpp the factor it is tied to: no batched
-llama.cpp run and no MoE prompt run is measured, so its decode compute and MoE prefill take its prefill.
+together (vLLM, SGLang and TensorRT-LLM pooled), or, with too few pooled points as well, its FALLBACK factor;
+for llama.cpp, the factor it is tied to: its batched decode and its MoE prompts run the MMQ kernels of its
+GGUF types (no batched compute-bound run and no MoE prompt run is measured), so both take its quantized prefill.
 The all-reduce's fixed cost, one per path (a GPU link, or PCIe), is fitted on every serving engine's multi-GPU
 points of that path together and shared by the three (POOLED): fitted per engine, the few multi-GPU points of
 each engine gave a larger error on the points left out (vLLM: 5 of 7 decode and 15 of 21 aggregate points
@@ -27,17 +28,17 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from gpumem.engines.speed import Load, decode_step, link_path, prefill_step
+from gpumem.engines.speed import Load, decode_step, link_path, passes, prefill_step, quantized_kernels
 from gpumem.records.engines import Efficiency
 
-from .speed_table import BOUNDS, CHECKS, ENGINES, catalog, models, points
+from .speed_table import BOUNDS, CHECKS, ENGINES, catalog, chunk_of, models, points
 
 SERVING = ENGINES[:3]  # the batched serving engines; llama.cpp is the fourth
 MIN_POINTS = 3
-TIED = {"llama.cpp": {"compute": "prefill", "prefill_moe": "prefill"}}
-FRACTIONS = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe")
-UNIT = Efficiency(1.0, 1.0, 1.0, 1.0, 1.0)
-START = Efficiency(0.5, 0.5, 0.5, 0.5, 0.5, 50e-6)  # where every fit starts, so that it depends on the points alone
+TIED = {"llama.cpp": {"compute": "prefill_quantized", "prefill_moe": "prefill_quantized"}}
+FALLBACK = {"prefill_quantized": "prefill", "allreduce_pcie_s": "allreduce_link_s"}  # too few points even pooled
+UNIT = Efficiency(1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
+START = Efficiency(0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 50e-6)  # where every fit starts, so that it depends on the points alone
 MICROSECONDS = ("layer_overhead_s", "allreduce_link_s", "allreduce_pcie_s")
 POOLED = ("allreduce_link_s", "allreduce_pcie_s")  # fitted on the serving engines together, shared by each
 
@@ -54,9 +55,11 @@ class Terms:
     measured: float
     hbm: bool
     moe: bool
+    quantized: bool  # multiplied in the engine's quantized kernels (engines/speed.quantized_kernels)
     path: str
     allreduces: int  # all-reduces per forward pass (two per layer on several GPUs, none for llama.cpp)
     layers: int
+    passes: int  # the prompt's forward passes (chunked prefill): each pays the fixed costs
     load: Load
     decode_memory: float
     decode_compute: float
@@ -86,7 +89,8 @@ def terms() -> list[Terms]:
         fmt, kv = deployment.weight_formats[p["weights"]], deployment.kv_formats[p["kv"]]
         load = Load(int(p["concurrency"]), int(p["prompt_tokens"]), int(p["output_tokens"]))
         step = decode_step(unit, model, fmt, kv, gpu, gpus, load.concurrency, load.prompt_tokens + load.output_tokens / 2, engine)
-        prompt = prefill_step(unit, model, fmt, gpu, gpus, load.prompt_tokens, engine)
+        chunk = chunk_of(p, found)
+        prompt = prefill_step(unit, model, fmt, gpu, gpus, load.prompt_tokens, engine, chunk)
         found_terms.append(
             Terms(
                 id=p["id"],
@@ -97,9 +101,11 @@ def terms() -> list[Terms]:
                 measured=float(p["measured"]),
                 hbm=gpu.memory_type.upper().startswith("HBM"),
                 moe=model.is_moe,
+                quantized=quantized_kernels(fmt),
                 path=link_path(gpu, gpus),
                 allreduces=0 if engine == "llama.cpp" or gpus == 1 else 2 * model.arch.layers,
                 layers=model.arch.layers,
+                passes=passes(load.prompt_tokens, chunk),
                 load=load,
                 decode_memory=step.memory_s,
                 decode_compute=step.compute_s,
@@ -119,9 +125,9 @@ def predict(t: Terms, e: Efficiency) -> float:
     bandwidth = e.bandwidth_hbm if t.hbm else e.bandwidth_gddr
     fixed = t.allreduces * e.allreduce(t.path) + t.layers * e.layer_overhead_s
     step = max(t.decode_memory / bandwidth, t.decode_compute / e.compute) + t.decode_ring + fixed
-    rate = e.prefill_moe if t.moe else e.prefill
+    rate = e.prefill_share(t.moe, t.quantized)
     prompt, output, requests = t.load.prompt_tokens, t.load.output_tokens, t.load.concurrency
-    prefill = max(t.prefill_compute / rate, t.prefill_memory / bandwidth) + t.prefill_ring + fixed if prompt else 0.0
+    prefill = max(t.prefill_compute / rate, t.prefill_memory / bandwidth) + t.prefill_ring + t.passes * fixed if prompt else 0.0
     if t.check == "decode":
         return 1 / step
     if t.check == "aggregate":
@@ -136,8 +142,9 @@ ACTS: dict[str, Callable[[Terms], bool]] = {
     "bandwidth_gddr": lambda t: t.check in ("decode", "aggregate") and not t.hbm,
     "bandwidth_hbm": lambda t: t.check in ("decode", "aggregate") and t.hbm,
     "compute": lambda t: t.check == "aggregate",
-    "prefill": lambda t: t.check in ("prefill", "ttft", "aggregate") and not t.moe,
+    "prefill": lambda t: t.check in ("prefill", "ttft", "aggregate") and not t.moe and not t.quantized,
     "prefill_moe": lambda t: t.check in ("prefill", "ttft", "aggregate") and t.moe,
+    "prefill_quantized": lambda t: t.check in ("prefill", "ttft", "aggregate") and not t.moe and t.quantized,
     "layer_overhead_s": lambda t: t.check in ("decode", "aggregate"),
     "allreduce_link_s": lambda t: t.check in ("decode", "aggregate") and t.allreduces > 0 and t.path == "link",
     "allreduce_pcie_s": lambda t: t.check in ("decode", "aggregate") and t.allreduces > 0 and t.path == "pcie",
@@ -156,15 +163,19 @@ def best(candidates: Callable[[int], float], low: int, high: int, coarse: int, c
     return candidates(min(fine, key=lambda step: (cost(candidates(step)), step)))
 
 
-def fit_engine(chosen: list[Terms], start: Efficiency, shared: Efficiency | None, tied: dict[str, str]) -> Efficiency:
-    """One engine's (or the pooled serving engines') factors on its points: one pass over the factors."""
+def fit_engine(chosen: list[Terms], start: Efficiency, shared: Efficiency | None, tied: dict[str, str], pooled: list[Terms]) -> Efficiency:
+    """One engine's (or the pooled serving engines') factors on its points: one pass over the factors. `shared` holds
+    the pooled factors, fitted on `pooled`; a factor too few points of either act on takes its FALLBACK."""
     e = start
     for name, acts in ACTS.items():
         on = [t for t in chosen if acts(t)]
+        few = len(on) < MIN_POINTS and sum(1 for t in pooled if acts(t)) < MIN_POINTS
         if name in tied:
             e = replace(e, **{name: getattr(e, tied[name])})
         elif name in POOLED and shared is not None:
             e = replace(e, **{name: getattr(shared, name)})
+        elif few and name in FALLBACK:
+            e = replace(e, **{name: getattr(e, FALLBACK[name])})
         elif len(on) >= MIN_POINTS:
             cost = _factor_cost(on, e, name)
             if name in MICROSECONDS:
@@ -173,8 +184,6 @@ def fit_engine(chosen: list[Terms], start: Efficiency, shared: Efficiency | None
                 e = replace(e, **{name: best(lambda c: c / 100, 10, 95, 5, cost)})
         elif shared is not None:
             e = replace(e, **{name: getattr(shared, name)})
-        elif name == "allreduce_pcie_s":  # the pooled fit without PCIe points: the link's cost
-            e = replace(e, allreduce_pcie_s=e.allreduce_link_s)
     return e
 
 
@@ -189,13 +198,14 @@ def fit(found: list[Terms]) -> dict[str, Efficiency]:
     serving = [t for t in found if t.engine in SERVING]
     for _ in range(30):
         before = (efficiency, pooled)
-        pooled = fit_engine(serving, pooled, None, {})
+        pooled = fit_engine(serving, pooled, None, {}, serving)
         efficiency = {
             engine: fit_engine(
                 [t for t in found if t.engine == engine],
                 efficiency[engine],
                 None if engine == "llama.cpp" else pooled,
                 TIED.get(engine, {}),
+                [] if engine == "llama.cpp" else serving,
             )
             for engine in ENGINES
         }
