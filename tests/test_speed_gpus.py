@@ -50,7 +50,11 @@ def test_slots_belong_to_pcie_cards_and_fp8_to_the_throughput(root):
         '    form_factor: {kind: "sxm", pcie_gen: 5, slots: 2}\n    link: {kind: "nvlink", generation: "4", gb_s: 900}\n    fp8: true\n',
         count=1,
     )
-    edit(root / GPUS, "    dense_tflops: {bf16: 71, fp16: 142, int8: 284}\n", "    dense_tflops: {bf16: 71, fp16: 142, fp8: 142, int8: 284}\n")
+    edit(
+        root / GPUS,
+        "    dense_tflops: {bf16: 71, fp16: 142, int8: 284}\n",
+        "    dense_tflops: {bf16: 71, fp16: 142, fp8: 142, int8: 284}\n",
+    )
     slots = line_of(root / GPUS, 'kind: "sxm", pcie_gen: 5, slots: 2')
     fp8 = line_of(root / GPUS, "fp8: false")
     assert problems(root) == [

@@ -9,7 +9,7 @@ from gpumem.catalog.validate import Entry, Invalid, at_most, citation, describe,
 from gpumem.records.engines import Efficiency, SpeedCalibration, SpeedCheck, SpeedPages, SpeedRules
 
 RUNTIMES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp")  # each engine's factors, fitted on its own runs
-PHASES = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe", "prefill_quantized")
+PHASES = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe", "prefill_quantized", "read_quantized")
 EFFICIENCY_FIELDS = (*PHASES, "layer_overhead_us", "allreduce_link_us", "allreduce_pcie_us")
 TENSOR_RATES = ("bf16", "fp16", "fp8", "fp4", "int8")
 LINK_FIELDS = ("pcie_gb_s", "activation_bytes", "source")
@@ -104,7 +104,8 @@ def _known_formats(formats: set[str]) -> Callable[[Any], tuple[str, ...]]:
 
 
 def _efficiency(section: Entry, sources: dict[str, str]) -> dict[str, Efficiency] | None:
-    """efficiency: {engine: {bandwidth_gddr, bandwidth_hbm, compute, prefill, prefill_moe, prefill_quantized, layer_overhead_us,
+    """efficiency: {engine: {bandwidth_gddr, bandwidth_hbm, compute, prefill, prefill_moe, prefill_quantized, read_quantized,
+    layer_overhead_us,
     allreduce_link_us, allreduce_pcie_us}, ..., source}."""
     table = section.section("efficiency")
     if table is None:
@@ -117,7 +118,7 @@ def _efficiency(section: Entry, sources: dict[str, str]) -> dict[str, Efficiency
         if entry is None:
             continue
         entry.check_keys(EFFICIENCY_FIELDS)
-        phases = {phase: entry.get(phase, fraction) for phase in PHASES}
+        phases = {phase: entry.get(phase, fraction if phase != "read_quantized" else at_most(positive_number, 2)) for phase in PHASES}
         fixed = {"layer_overhead_us": entry.get("layer_overhead_us", _microseconds)}
         # llama.cpp splits layers and all-reduces nothing: its row may leave these out
         fixed.update({name: entry.get(name, _microseconds, required=False, default=0.0) for name in EFFICIENCY_FIELDS[len(PHASES) + 1 :]})

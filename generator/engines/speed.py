@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from gpumem.engines import gguf
 from gpumem.engines.deployment import batch_defaults, expert_params, kv_cache_bytes_per_gpu, weights_bytes
 from gpumem.records.catalog import Architecture, Gpu, Model
-from gpumem.records.engines import DeploymentRules, KvFormat, SpeedRules, WeightFormat
+from gpumem.records.engines import DeploymentRules, Efficiency, KvFormat, SpeedRules, WeightFormat
 
 SECONDS_PER_HOUR = 3600
 MILLION = 1e6
@@ -84,11 +84,21 @@ def compute_precision(rules: SpeedRules, fmt: WeightFormat, gpu: Gpu, runtime: s
     return "bf16"
 
 
+MIXED_PRECISION = ("awq", "gptq")  # 4-bit weights vLLM multiplies with 16-bit activations in its W4A16 kernels
+
+
 def quantized_kernels(fmt: WeightFormat) -> bool:
     """Whether the engine multiplies these weights in its own quantized kernels: llama.cpp's MMQ takes every GGUF type
     on NVIDIA GPUs from Turing on and on CDNA3, in int8 tensor-core tiles (ggml_cuda_should_use_mmq,
-    https://github.com/ggml-org/llama.cpp/blob/0c1e57098/ggml/src/ggml-cuda/mmq.cu#L318-L373)."""
-    return fmt.runtime == "llama.cpp"
+    https://github.com/ggml-org/llama.cpp/blob/0c1e57098/ggml/src/ggml-cuda/mmq.cu#L318-L373); vLLM runs AWQ and GPTQ
+    checkpoints in its mixed-precision kernels, Machete on Hopper and Marlin elsewhere (choose_mp_linear_kernel,
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/kernels/linear/__init__.py#L538-L548)."""
+    return fmt.runtime == "llama.cpp" or fmt.name in MIXED_PRECISION
+
+
+def read_share(efficiency: Efficiency, fmt: WeightFormat) -> float:
+    """How fast the weights are read against a 16-bit GEMV: the quantized kernels' share, else all of it."""
+    return efficiency.read_quantized if quantized_kernels(fmt) else 1.0
 
 
 def link_path(gpu: Gpu, gpus: int) -> str:
@@ -156,7 +166,7 @@ def decode_step(
     efficiency = rules.efficiency[runtime]
     split = 1 if runtime == "llama.cpp" else gpus  # llama.cpp's GPUs take turns over their layers
     cache = kv_cache_bytes_per_gpu(model.arch, kv, round(context), batch, split, runtime)
-    read = weight_bytes_read(model, fmt, batch) / split + cache
+    read = weight_bytes_read(model, fmt, batch) / split / read_share(efficiency, fmt) + cache
     flops = batch * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, context)) / split
     rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu, runtime)] * 1e12
     link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, batch, runtime)
@@ -170,8 +180,10 @@ def decode_step(
 
 def prefill_chunk(rules: DeploymentRules, runtime: str, gpu: Gpu) -> int:
     """Prompt tokens one forward pass takes: llama.cpp's micro-batch (n_ubatch); vLLM's max_num_batched_tokens for the
-    card (batch_defaults), as its scheduler chunks every prefill to it; 0, the whole prompt in one pass, for SGLang and
-    TensorRT-LLM: the site launches neither, and their measured prompts fit in one of their default chunks."""
+    card (batch_defaults), as chunked prefill is on by default and the scheduler cuts a prompt to that step budget
+    (SchedulerConfig.enable_chunked_prefill, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/scheduler.py#L134,
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/engine/arg_utils.py#L3044-L3048); 0, the whole prompt in one
+    pass, for SGLang and TensorRT-LLM: the site launches neither."""
     if runtime == "llama.cpp":
         return rules.llamacpp_batch
     if runtime == "vllm":
@@ -196,7 +208,8 @@ def prefill_step(
     flops = prompt * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, prompt / 2)) / split
     rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu, runtime)] * 1e12
     compute = flops / (rate * efficiency.prefill_share(model.is_moe, quantized_kernels(fmt)))
-    memory = times * weights_bytes(model, fmt) / split / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type))
+    weights = times * weights_bytes(model, fmt) / split / read_share(efficiency, fmt)
+    memory = weights / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type))
     link = 0.0
     if runtime != "llama.cpp" and gpus > 1:  # the ring carries the prompt once; every pass pays the fixed cost
         fixed = 2 * model.arch.layers * efficiency.allreduce(link_path(gpu, gpus))

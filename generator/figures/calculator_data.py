@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from gpumem.catalog import config_fields, hf_config, hf_gemma4, hf_hybrid, hf_mla
 from gpumem.engines import architecture, deployment, gguf, launch, llamacpp, memory
 from gpumem.engines.sizing import Configuration
-from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, SECONDS_PER_HOUR
+from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, MIXED_PRECISION, SECONDS_PER_HOUR
 from gpumem.figures.calculator import SORTS, SPEED_DIGITS, default_gpus
 from gpumem.figures.calculator_training import machines, training_data
 from gpumem.figures.shared import Shop
@@ -333,6 +333,7 @@ def speed_data(rules: SpeedRules | None, runtimes: Collection[str]) -> dict | No
             "prefill": e.prefill,
             "prefillMoe": e.prefill_moe,
             "prefillQuantized": e.prefill_quantized,
+            "readQuantized": e.read_quantized,
             "layerOverheadS": e.layer_overhead_s,
             "allreduceS": {"link": e.allreduce_link_s, "pcie": e.allreduce_pcie_s},
         }
@@ -342,6 +343,7 @@ def speed_data(rules: SpeedRules | None, runtimes: Collection[str]) -> dict | No
     return {
         "efficiency": efficiency,
         "computePrecision": {name: list(rates) for name, rates in rules.compute_precision.items()},
+        "mixedPrecision": list(MIXED_PRECISION),
         # by engine, the GPUs it has a measured run on: a figure elsewhere is marked (calibration.unmeasured)
         "measured": {runtime: sorted(gpus) for runtime, gpus in rules.calibration.measured.items() if runtime in runtimes}
         if rules.calibration

@@ -182,7 +182,8 @@ class Efficiency:
     compute: float
     prefill: float
     prefill_moe: float  # a mixture of experts' prefill: grouped expert GEMMs run below a dense GEMM
-    prefill_quantized: float  # the prefill of weights the engine's own quantized kernels multiply (llama.cpp's MMQ)
+    prefill_quantized: float  # the prefill of weights the engine's own quantized kernels multiply (engines/speed.py)
+    read_quantized: float  # the share of the bandwidth share those kernels reach reading weights, against a 16-bit GEMV
     layer_overhead_s: float = 0.0  # fixed time per layer and forward pass: kernel launches and synchronisation
     allreduce_link_s: float = 0.0  # fixed cost of one tensor-parallel all-reduce over NVLink or Infinity Fabric
     allreduce_pcie_s: float = 0.0  # and over PCIe

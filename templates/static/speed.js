@@ -69,11 +69,21 @@
     return floor % 2 === 0 ? floor : floor + 1;
   }
 
+  // speed.quantized_kernels: llama.cpp's MMQ on GGUF types, vLLM's mixed-precision kernels on AWQ and GPTQ.
+  function quantizedKernels(data, s, fmt) {
+    return fmt.runtime === "llama.cpp" || data.speed.mixedPrecision.indexOf(s.weights) >= 0;
+  }
+
+  // speed.read_share: how fast the weights are read against a 16-bit GEMV.
+  function readShare(data, s, fmt, efficiency) {
+    return quantizedKernels(data, s, fmt) ? efficiency.readQuantized : 1;
+  }
+
   function decodeStep(data, s, fmt, kv, gpu, gpus, batch, context, runtime) {
     var efficiency = data.speed.efficiency[runtime];
     var split = runtime === "llama.cpp" ? 1 : gpus;
     var cache = memory().kvCache(data, s.arch, kv, roundHalfEven(context), batch, split, runtime);
-    var read = weightBytesRead(data, s, fmt, batch) / split + cache;
+    var read = weightBytesRead(data, s, fmt, batch) / split / readShare(data, s, fmt, efficiency) + cache;
     var flops = batch * (matmulFlopsPerToken(s) + attentionFlopsPerToken(s.arch, context)) / split;
     var rate = gpu.tflops[computePrecision(data, s.weights, gpu)] * 1e12;
     var link = runtime === "llama.cpp" ? 0 : allreduceS(data, s, gpu, gpus, batch, runtime);
@@ -96,10 +106,11 @@
     var split = runtime === "llama.cpp" ? 1 : gpus, passes = chunk ? Math.ceil(prompt / chunk) : 1;
     var flops = prompt * (matmulFlopsPerToken(s) + attentionFlopsPerToken(s.arch, prompt / 2)) / split;
     var rate = gpu.tflops[computePrecision(data, s.weights, gpu)] * 1e12;
-    // Efficiency.prefill_share: MoE grouped GEMMs, else the engine's quantized kernels (llama.cpp's MMQ), else dense
-    var share = s.active ? efficiency.prefillMoe : fmt.runtime === "llama.cpp" ? efficiency.prefillQuantized : efficiency.prefill;
+    // Efficiency.prefill_share: MoE grouped GEMMs, else the engine's quantized kernels, else a dense GEMM
+    var share = s.active ? efficiency.prefillMoe : quantizedKernels(data, s, fmt) ? efficiency.prefillQuantized : efficiency.prefill;
     var compute = flops / (rate * share);
-    var read = passes * memory().weightsBytes(data, s, fmt) / split / (gpu.bandwidth * 1e12 * bandwidthShare(efficiency, gpu));
+    var weights = passes * memory().weightsBytes(data, s, fmt) / split / readShare(data, s, fmt, efficiency);
+    var read = weights / (gpu.bandwidth * 1e12 * bandwidthShare(efficiency, gpu));
     var link = 0;
     if (runtime !== "llama.cpp" && gpus > 1) {
       link = allreduceS(data, s, gpu, gpus, prompt, runtime)
