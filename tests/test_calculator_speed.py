@@ -188,7 +188,7 @@ def test_a_link_with_prompt_output_and_sort_shows_the_cheapest_per_token_first(c
     expect(calculator.locator('[name="prompt"]')).to_have_value("2000")
     expect(calculator.locator("#calc-order")).to_have_text("Cheapest per million output tokens first (concurrent requests: 4).")
     note = calculator.locator("#calc-sorting .note")
-    expect(note).to_contain_text("Estimates; on measurements left out of the fit, vLLM is off by 13% for one request")
+    expect(note).to_contain_text("Estimates; on measurements left out of the fit, vLLM is off by 13.7% for one request")
     expect(note).to_contain_text("*: no run of this engine on this GPU was measured.")
     expect(note.get_by_role("link", name="how speed is estimated")).to_have_attribute("href", "/en/methodology/#speed")
     calculator.get_by_role("button", name="Tokens per second", exact=True).click()

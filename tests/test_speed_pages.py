@@ -13,7 +13,7 @@ import pytest
 
 from gpumem.catalog.inputs import load_catalog
 from gpumem.commands.build import gather
-from gpumem.engines.speed import Load, speed
+from gpumem.engines.speed import Load, prefill_chunk, speed
 from gpumem.errors import BuildError
 from gpumem.figures.shared import Shop
 from gpumem.figures.speed import SpeedRow, gpu_speed, inference_guide, model_speed
@@ -50,7 +50,8 @@ def engine(row: SpeedRow, requests: int, price: float | None):
     pages, deployment = RULES.speed.pages, RULES.deployment
     load = Load(requests, pages.prompt_tokens, pages.output_tokens)
     kv = deployment.kv_formats[pages.kv_format]
-    return speed(RULES.speed, row.model, row.fmt, kv, row.configuration.gpu, row.configuration.count, load, price)
+    gpu, chunk = row.configuration.gpu, prefill_chunk(deployment, row.fmt.runtime, row.configuration.gpu)
+    return speed(RULES.speed, row.model, row.fmt, kv, gpu, row.configuration.count, load, price, chunk=chunk)
 
 
 def assert_engine_figures(row: SpeedRow, price: float | None) -> None:
@@ -87,12 +88,12 @@ def test_the_pages_load_is_stated_in_rules_yaml():
 def test_model_page_rows_for_llama_3_1_70b():
     table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
     assert [numbers(row) for row in table.rows] == [
-        ("bf16", 8, "rtx-3090", 1.52, 31.89, 339.21, 0.819, 13.5721, 1.2447),
-        ("fp8", 4, "rtx-3090", 0.76, 31.24, None, 1.4326, 7.0534, None),
-        ("awq", 1, "l40s", 0.44, 18.71, None, 1.0506, 6.656, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
-        ("q4_k_m", 2, "rtx-3090", 0.38, 17.42, None, 4.4572, 6.5236, None),  # 39.59 GiB of GGUF tensors: two 24 GB cards
-        ("bf16", 8, "l40s", 3.52, 30.26, 392.12, 0.3115, 32.5891, 2.4936),
-        ("bf16", 2, "b300", 9.2, 45.57, 664.87, 0.1157, 56.3221, 3.8437),
+        ("bf16", 8, "rtx-3090", 1.52, 37.25, 323.06, 0.6181, 11.5858, 1.307),
+        ("fp8", 4, "rtx-3090", 0.76, 36.38, None, 1.0394, 6.0167, None),
+        ("awq", 1, "l40s", 0.44, 16.69, None, 0.6853, 7.4001, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
+        ("q4_k_m", 2, "rtx-3090", 0.38, 17.17, None, 2.9793, 6.457, None),  # 39.59 GiB of GGUF tensors: two 24 GB cards
+        ("bf16", 8, "l40s", 3.52, 35.08, 449.85, 0.2652, 28.1054, 2.1736),
+        ("bf16", 2, "b300", 9.2, 49.48, 727.27, 0.0856, 51.8198, 3.5139),
     ]
     for row in table.rows:
         assert_engine_figures(row, row.configuration.price_per_hour)
@@ -102,7 +103,7 @@ def test_model_page_rows_for_llama_3_1_70b():
 
 def test_the_cheapest_per_token_is_marked_in_words(built_site):
     table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
-    assert numbers(table.cheapest_one)[:3] == ("q4_k_m", 2, "rtx-3090")
+    assert numbers(table.cheapest_one)[:3] == ("fp8", 4, "rtx-3090")
     assert numbers(table.cheapest_busy)[:3] == ("bf16", 8, "rtx-3090")
     costs = [row.one.usd_per_million_output_tokens for row in table.rows]
     assert table.cheapest_one.one.usd_per_million_output_tokens == min(costs)
@@ -116,64 +117,64 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "Per million output tokens, one request",
         "Per million output tokens, 16 requests",
     ]
-    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "31.9", "339.2", "0.82 s", "$1.52", "$13.57", "$1.24 cheapest"]
+    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "37.2", "323.1", "0.62 s", "$1.52", "$11.59", "$1.31 cheapest"]
     assert shown[2] == [
         "4 × RTX 3090, FP8 · vLLM* Rent on Arrakis",
-        "31.2",
+        "36.4",
         "does not hold them",
-        "1.43 s",
+        "1.04 s",
         "$0.76",
-        "$7.05",
+        "$6.02 cheapest",
         "does not hold them",
     ]
     assert shown[3] == [
         "1 × L40S, AWQ 4-bit · vLLM* Rent on Arrakis",
-        "18.7",
+        "16.7",
         "does not hold them",
-        "1.05 s",
+        "0.69 s",
         "$0.44",
-        "$6.66",
+        "$7.40",
         "does not hold them",
     ]
     assert shown[4] == [
         "2 × RTX 3090, GGUF Q4_K_M · llama.cpp Rent on Arrakis",
-        "17.4",
+        "17.2",
         "does not hold them",
-        "4.46 s",
+        "2.98 s",
         "$0.38",
-        "$6.52 cheapest",
+        "$6.46",
         "does not hold them",
     ]
     assert sum("cheapest" in cell for row in shown[1:] for cell in row) == 2
     page = (built_site / "en/models/llama-3.1-70b/index.html").read_text()
-    assert 'href="https://arrakis.example.org/rent?gpu=rtx-3090&amp;count=2"' in page
+    assert 'href="https://arrakis.example.org/rent?gpu=rtx-3090&amp;count=4"' in page
 
 
 def test_gpu_page_rows_for_the_rtx_4090(built_site):
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-4090")))
     assert table.price_per_gpu_hour == 0.38
     first = table.rows[0]
-    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 53.52, 623.88, 0.2571, 1.9976, 0.1692)
+    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 58.57, 701.89, 0.1823, 1.8196, 0.1504)
     assert first.model.id == "llama-3.1-8b"
     for row in table.rows:
         assert_engine_figures(row, 0.38)
     shown = table_rows(built_site / "en/gpus/rtx-4090/index.html")
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests", "Per million output tokens, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "53.5", "623.9", "$0.17"]  # a measured vLLM card: no *
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "58.6", "701.9", "$0.15"]  # a measured vLLM card: no *
 
 
 def test_a_gpu_not_on_offer_shows_speed_and_no_price(built_site):
     assert "rtx-5090" not in SHOP.markets
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-5090")))
     assert table.price_per_gpu_hour is None
-    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 90.1, 1007.52, 0.1994, None, None)
+    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 103.67, 1188.51, 0.1399, None, None)
     for row in table.rows:
         assert_engine_figures(row, None)
         assert row.price_per_hour is None
     page = built_site / "en/gpus/rtx-5090/index.html"
     shown = table_rows(page)
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "90.1", "1,007.5"]
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "103.7", "1,188.5"]
     assert "The RTX 5090 is not on offer in this snapshot, so the table shows tokens per second and no price." in page.read_text()
     assert not any("$" in cell for row in shown for cell in row)
 
@@ -189,23 +190,23 @@ def picks(fmt: str, label: str):
         (
             "70B",
             "bf16",
-            ("bf16", 8, "b300", 36.8, 73.26, 1107.53, 0.0496, 139.9081, 9.2298),
-            ("bf16", 8, "rtx-3090", 1.52, 31.89, 339.21, 0.819, 13.5721, 1.2447),
-            ("bf16", 8, "rtx-3090", 1.52, 31.89, 339.21, 0.819, 13.5721, 1.2447),
+            ("bf16", 8, "b300", 36.8, 98.45, 1478.55, 0.036, 104.0945, 6.9137),
+            ("bf16", 8, "rtx-3090", 1.52, 37.25, 323.06, 0.6181, 11.5858, 1.307),
+            ("bf16", 8, "rtx-3090", 1.52, 37.25, 323.06, 0.6181, 11.5858, 1.307),
         ),
         (
             "32B",
             "awq",  # one RTX 3090 holds one request, not 16: the busy pick is an L40S
-            ("awq", 1, "b300", 4.6, 173.33, 2022.17, 0.0821, 7.4694, 0.6319),  # eight cards' all-reduces cost more than they save
-            ("awq", 1, "rtx-3090", 0.19, 39.46, None, 2.3619, 1.4608, None),
-            ("awq", 1, "l40s", 0.44, 36.72, 381.52, 0.4876, 3.3844, 0.3204),
+            ("awq", 1, "b300", 4.6, 211.4, 2427.25, 0.0512, 6.1039, 0.5264),  # eight cards' all-reduces cost more than they save
+            ("awq", 1, "rtx-3090", 0.19, 36.84, None, 1.4954, 1.5099, None),
+            ("awq", 1, "l40s", 0.44, 34.03, 388.52, 0.3175, 3.6269, 0.3146),
         ),
         (
             "405B",
             "fp8",
-            ("fp8", 8, "b300", 36.8, 39.72, 590.41, 0.1162, 258.2858, 17.3137),
-            ("fp8", 2, "b300", 9.2, 20.31, 294.08, 0.3068, 126.497, 8.69),
-            ("fp8", 2, "b300", 9.2, 20.31, 294.08, 0.3068, 126.497, 8.69),
+            ("fp8", 8, "b300", 36.8, 48.89, 725.94, 0.0875, 209.7516, 14.0813),
+            ("fp8", 2, "b300", 9.2, 20.15, 297.64, 0.2305, 127.2781, 8.586),
+            ("fp8", 2, "b300", 9.2, 20.15, 297.64, 0.2305, 127.2781, 8.586),
         ),
     ],
 )
@@ -228,9 +229,9 @@ def test_the_guide_page_shows_its_picks(built_site):
         " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td>(.*?)</td>", row[: row.index("</tr>")], re.S)
     ]
     assert cells == [
-        "8 × B300 · vLLM* 73.3 tokens/s $36.80 per hour $139.91 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 31.9 tokens/s $1.52 per hour $13.57 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 339.2 tokens/s $1.52 per hour $1.24 per million output tokens Rent on Arrakis",
+        "8 × B300 · vLLM* 98.5 tokens/s $36.80 per hour $104.09 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 37.2 tokens/s $1.52 per hour $11.59 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 323.1 tokens/s $1.52 per hour $1.31 per million output tokens Rent on Arrakis",
     ]
 
 
@@ -238,8 +239,8 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     """Each speed table quotes the error on measurements left out of the fit (vLLM's and llama.cpp's, the pages'
     engines), names the engines and versions, and says what the * of an unmeasured engine and GPU means."""
     sentence = (
-        "Estimates; on measurements left out of the fit, vLLM is off by 13% for one request (7 measurements), "
-        "13% under load (21), llama.cpp by 6.6% (115). See how speed is estimated. "
+        "Estimates; on measurements left out of the fit, vLLM is off by 13.7% for one request (8 measurements), "
+        "24.9% under load (118), llama.cpp by 7.3% (121). See how speed is estimated. "
         "Engines: vLLM 0.33.0 and llama.cpp 0c1e57098, those of the launch commands. "
         "*: no run of this engine on this GPU was measured."
     )
@@ -250,11 +251,11 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     method = " ".join(html.unescape(re.sub(r"<[^>]+>", "", (built_site / "en/methodology/index.html").read_text())).split())
     assert "Speed and cost per token" in method
     assert (
-        "vLLM: Single-request decode: 6 of 7 measurements within 25%, mean error 13%, worst 28.1%. "
-        "Throughput under load: 18 of 21 within 35%, mean error 13%, worst 53%. "
-        "SGLang: Single-request decode: 0 of 9 measurements within 25%, mean error 53.2%, worst 58.7%."
+        "vLLM: Single-request decode: 7 of 8 measurements within 25%, mean error 13.7%, worst 53.8%. "
+        "Throughput under load: 88 of 118 within 35%, mean error 24.9%, worst 125.1%. "
+        "SGLang: Single-request decode: 11 of 33 measurements within 25%, mean error 64.3%, worst 413.4%."
     ) in method
-    assert "llama.cpp: Single-request decode: 115 of 115 measurements within 25%, mean error 6.6%, worst 22.3%." in method
+    assert "llama.cpp: Single-request decode: 119 of 121 measurements within 25%, mean error 7.3%, worst 46.1%." in method
     assert '<h2 id="speed"><a href="#speed">Speed and cost per token</a></h2>' in (built_site / "en/methodology/index.html").read_text()
 
 
