@@ -458,8 +458,8 @@ def test_typing_tokens_a_day_updates_each_row_to_python_s_figure(page, site_url:
     # 100 million a day takes three RTX 3090 configurations (293 %) and five of the 70B's (431 %)
     page.fill("#api-tokens", "100000000")
     assert yours(page) == [
-        ["llama-3.1-8b", eight.hosted.at_volume(100_000_000), "$0.14 (3 of them, each 98% busy; cheaper than the cheapest API)"],
-        ["llama-3.3-70b", seventy.hosted.at_volume(100_000_000), "$1.82 (5 of them, each 86% busy; cheaper than the cheapest API)"],
+        ["llama-3.1-8b", eight.hosted.at_volume(100_000_000), "$0.14 (3 of them, each 95% busy; cheaper than the cheapest API)"],
+        ["llama-3.3-70b", seventy.hosted.at_volume(100_000_000), "$1.82 (5 of them, each 85% busy; cheaper than the cheapest API)"],
     ]
 
 

@@ -174,15 +174,15 @@ def test_a_link_with_prompt_output_and_sort_shows_the_cheapest_per_token_first(c
     fit, pace = found.rows[0]
     assert (fit.configuration.gpu.id, fit.configuration.count, fit.configuration.price_per_hour) == ("rtx-3090", 4, 0.76)
     assert pace.usd_per_million_output_tokens == min(p.usd_per_million_output_tokens for p in found.speeds)
-    assert round(pace.decode_tokens_per_s_per_request, 3) == 42.303 and round(pace.aggregate_tokens_per_s, 3) == 86.671
-    # of the 11 GPUs that hold it, vLLM has measured runs on b200, h100-sxm, h200-sxm, rtx-4090 and rtx-6000-ada
-    assert sorted(found.unmeasured) == ["a100-80gb-sxm", "b300", "l40s", "rtx-3090", "rtx-a6000", "rtx-pro-6000-blackwell"]
+    assert round(pace.decode_tokens_per_s_per_request, 3) == 43.496 and round(pace.aggregate_tokens_per_s, 3) == 105.595
+    # of the 11 GPUs that hold it, vLLM has measured runs on a100-80gb-sxm, b200, h100-sxm, h200-sxm, rtx-4090 and rtx-6000-ada
+    assert sorted(found.unmeasured) == ["b300", "l40s", "rtx-3090", "rtx-a6000", "rtx-pro-6000-blackwell"]
     first = calculator.locator("#calc-options tr").first
     expect(first.locator("th")).to_contain_text("4 × RTX 3090 ")
     # price per hour, tokens/s in all (* no vLLM run on an RTX 3090 was measured), US$ per million output tokens,
     # tokens/s per request, first token (s), input
-    expect(first.locator("td")).to_have_text(["$0.76", "86.7*", "$2.436", "42.3", "2.84", "$0.297", "Rent on Arrakis"])
-    expect(calculator.locator("#calc-best")).to_have_text("4 × RTX 3090, $0.76 per hour, 86.7 tokens/s")
+    expect(first.locator("td")).to_have_text(["$0.76", "105.6*", "$1.999", "43.5", "1.88", "$0.196", "Rent on Arrakis"])
+    expect(calculator.locator("#calc-best")).to_have_text("4 × RTX 3090, $0.76 per hour, 105.6 tokens/s")
     expect(calculator.get_by_role("columnheader", name="US$ per million tokens", exact=True)).to_have_attribute("aria-sort", "ascending")
     expect(calculator.locator('[name="sort"]')).to_have_value("cost")
     expect(calculator.locator('[name="prompt"]')).to_have_value("2000")
