@@ -26,10 +26,12 @@ GPUS = {g.id: g for g in CATALOG.gpus}
 
 # (model, weights, kv, GPU, count, concurrent requests, prompt, output): dense, MoE, MLA and sliding-window models;
 # 16-bit, FP8, 4-bit and MXFP4 weights, GGUF on llama.cpp; 1, 2, 4 and 8 GPUs on PCIe cards (RTX 4090, L40S),
-# bridged cards past their bridge (4 x RTX 3090 fall back to PCIe) and NVLink modules; loads from 1 to 64 requests.
+# bridged cards past their bridge (4 x RTX 3090 fall back to PCIe) and NVLink modules; loads from 1 to 64 requests;
+# prompts in one pass and in several (llama.cpp's 512-token micro-batch, vLLM's 2,048 tokens on an A100).
 CASES = (
     ("llama-3.1-8b", "bf16", "bf16", "rtx-4090", 1, 1, 1000, 1000),
     ("llama-3.1-8b", "q4_k_m", "q8_0", "rtx-3090", 2, 1, 512, 128),
+    ("llama-3.1-8b", "q4_k_m", "bf16", "rtx-4090", 1, 2, 2000, 200),  # four 512-token passes of the prompt
     ("llama-3.1-8b", "fp8", "fp8", "l40s", 1, 32, 2000, 501),
     ("llama-3.1-70b", "fp8", "bf16", "h100-sxm", 2, 8, 2000, 500),
     ("llama-3.1-70b", "awq", "bf16", "rtx-4090", 4, 4, 1000, 1000),
