@@ -9,8 +9,8 @@ from gpumem.catalog.validate import Entry, Invalid, at_most, citation, describe,
 from gpumem.records.engines import Efficiency, SpeedCalibration, SpeedCheck, SpeedPages, SpeedRules
 
 RUNTIMES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp")  # each engine's factors, fitted on its own runs
-PHASES = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe", "prefill_quantized", "read_quantized")
-EFFICIENCY_FIELDS = (*PHASES, "layer_overhead_us", "allreduce_link_us", "allreduce_pcie_us")
+PHASES = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe", "prefill_quantized")
+EFFICIENCY_FIELDS = (*PHASES, "layer_overhead_us", "layer_overhead_quantized_us", "allreduce_link_us", "allreduce_pcie_us")
 TENSOR_RATES = ("bf16", "fp16", "fp8", "fp4", "int8")
 LINK_FIELDS = ("pcie_gb_s", "activation_bytes", "source")
 PAGE_FIELDS = ("prompt_tokens", "output_tokens", "busy_requests", "kv_format", "guide_formats", "source")
@@ -104,8 +104,8 @@ def _known_formats(formats: set[str]) -> Callable[[Any], tuple[str, ...]]:
 
 
 def _efficiency(section: Entry, sources: dict[str, str]) -> dict[str, Efficiency] | None:
-    """efficiency: {engine: {bandwidth_gddr, bandwidth_hbm, compute, prefill, prefill_moe, prefill_quantized, read_quantized,
-    layer_overhead_us,
+    """efficiency: {engine: {bandwidth_gddr, bandwidth_hbm, compute, prefill, prefill_moe, prefill_quantized,
+    layer_overhead_us, layer_overhead_quantized_us,
     allreduce_link_us, allreduce_pcie_us}, ..., source}."""
     table = section.section("efficiency")
     if table is None:
@@ -118,9 +118,10 @@ def _efficiency(section: Entry, sources: dict[str, str]) -> dict[str, Efficiency
         if entry is None:
             continue
         entry.check_keys(EFFICIENCY_FIELDS)
-        phases = {phase: entry.get(phase, fraction if phase != "read_quantized" else at_most(positive_number, 2)) for phase in PHASES}
+        phases = {phase: entry.get(phase, fraction) for phase in PHASES}
         fixed = {"layer_overhead_us": entry.get("layer_overhead_us", _microseconds)}
-        # llama.cpp splits layers and all-reduces nothing: its row may leave these out
+        # the quantized kernels' time, and for llama.cpp, which splits layers and all-reduces nothing, the all-reduces:
+        # a row may leave these out
         fixed.update({name: entry.get(name, _microseconds, required=False, default=0.0) for name in EFFICIENCY_FIELDS[len(PHASES) + 1 :]})
         table.failed = table.failed or entry.failed
         if not entry.failed:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from gpumem.engines import gguf
 from gpumem.engines.deployment import batch_defaults, expert_params, kv_cache_bytes_per_gpu, weights_bytes
 from gpumem.records.catalog import Architecture, Gpu, Model
-from gpumem.records.engines import DeploymentRules, Efficiency, KvFormat, SpeedRules, WeightFormat
+from gpumem.records.engines import DeploymentRules, KvFormat, SpeedRules, WeightFormat
 
 SECONDS_PER_HOUR = 3600
 MILLION = 1e6
@@ -96,11 +96,6 @@ def quantized_kernels(fmt: WeightFormat) -> bool:
     return fmt.runtime == "llama.cpp" or fmt.name in MIXED_PRECISION
 
 
-def read_share(efficiency: Efficiency, fmt: WeightFormat) -> float:
-    """How fast the weights are read against a 16-bit GEMV: the quantized kernels' share, else all of it."""
-    return efficiency.read_quantized if quantized_kernels(fmt) else 1.0
-
-
 def link_path(gpu: Gpu, gpus: int) -> str:
     """What joins `gpus` cards: "pcie" for PCIe cards and for a bridge joining fewer cards than used, else "link"
     (NVLink, an NVLink bridge or Infinity Fabric)."""
@@ -166,7 +161,7 @@ def decode_step(
     efficiency = rules.efficiency[runtime]
     split = 1 if runtime == "llama.cpp" else gpus  # llama.cpp's GPUs take turns over their layers
     cache = kv_cache_bytes_per_gpu(model.arch, kv, round(context), batch, split, runtime)
-    read = weight_bytes_read(model, fmt, batch) / split / read_share(efficiency, fmt) + cache
+    read = weight_bytes_read(model, fmt, batch) / split + cache
     flops = batch * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, context)) / split
     rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu, runtime)] * 1e12
     link = 0.0 if runtime == "llama.cpp" else allreduce_s(rules, model, gpu, gpus, batch, runtime)
@@ -174,7 +169,7 @@ def decode_step(
         memory_s=read / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type)),
         compute_s=flops / (rate * efficiency.compute),
         link_s=link,
-        overhead_s=model.arch.layers * efficiency.layer_overhead_s,
+        overhead_s=model.arch.layers * efficiency.layer_overhead(quantized_kernels(fmt)),
     )
 
 
@@ -208,13 +203,13 @@ def prefill_step(
     flops = prompt * (matmul_flops_per_token(model) + attention_flops_per_token(model.arch, prompt / 2)) / split
     rate = gpu.dense_tflops[compute_precision(rules, fmt, gpu, runtime)] * 1e12
     compute = flops / (rate * efficiency.prefill_share(model.is_moe, quantized_kernels(fmt)))
-    weights = times * weights_bytes(model, fmt) / split / read_share(efficiency, fmt)
-    memory = weights / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type))
+    memory = times * weights_bytes(model, fmt) / split / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type))
     link = 0.0
     if runtime != "llama.cpp" and gpus > 1:  # the ring carries the prompt once; every pass pays the fixed cost
         fixed = 2 * model.arch.layers * efficiency.allreduce(link_path(gpu, gpus))
         link = allreduce_s(rules, model, gpu, gpus, prompt, runtime) + (times - 1) * fixed
-    return Step(memory_s=memory, compute_s=compute, link_s=link, overhead_s=times * model.arch.layers * efficiency.layer_overhead_s)
+    overhead = times * model.arch.layers * efficiency.layer_overhead(quantized_kernels(fmt))
+    return Step(memory_s=memory, compute_s=compute, link_s=link, overhead_s=overhead)
 
 
 def prefill_s(rules: SpeedRules, model: Model, fmt: WeightFormat, gpu: Gpu, gpus: int, prompt: int, runtime: str, chunk: int = 0) -> float:

@@ -333,8 +333,8 @@ def speed_data(rules: SpeedRules | None, runtimes: Collection[str]) -> dict | No
             "prefill": e.prefill,
             "prefillMoe": e.prefill_moe,
             "prefillQuantized": e.prefill_quantized,
-            "readQuantized": e.read_quantized,
             "layerOverheadS": e.layer_overhead_s,
+            "layerOverheadQuantizedS": e.layer_overhead_quantized_s,
             "allreduceS": {"link": e.allreduce_link_s, "pcie": e.allreduce_pcie_s},
         }
         for runtime, e in rules.efficiency.items()

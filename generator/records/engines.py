@@ -183,8 +183,8 @@ class Efficiency:
     prefill: float
     prefill_moe: float  # a mixture of experts' prefill: grouped expert GEMMs run below a dense GEMM
     prefill_quantized: float  # the prefill of weights the engine's own quantized kernels multiply (engines/speed.py)
-    read_quantized: float  # the share of the bandwidth share those kernels reach reading weights, against a 16-bit GEMV
     layer_overhead_s: float = 0.0  # fixed time per layer and forward pass: kernel launches and synchronisation
+    layer_overhead_quantized_s: float = 0.0  # and what the engine's quantized kernels add to it
     allreduce_link_s: float = 0.0  # fixed cost of one tensor-parallel all-reduce over NVLink or Infinity Fabric
     allreduce_pcie_s: float = 0.0  # and over PCIe
 
@@ -196,6 +196,10 @@ class Efficiency:
         """The fraction of the tensor rate a prompt's matrix products reach: a mixture of experts' grouped GEMMs,
         else the engine's quantized kernels (speed.quantized_kernels), else a dense 16-bit or FP8 GEMM."""
         return self.prefill_moe if moe else self.prefill_quantized if quantized else self.prefill
+
+    def layer_overhead(self, quantized: bool) -> float:
+        """The fixed time per layer and forward pass, with the quantized kernels' own when they multiply the weights."""
+        return self.layer_overhead_s + (self.layer_overhead_quantized_s if quantized else 0.0)
 
     def allreduce(self, path: str) -> float:
         """The fixed cost of one all-reduce on a path: "link" or "pcie" (engines/speed.link_path)."""

@@ -74,21 +74,21 @@
     return fmt.runtime === "llama.cpp" || data.speed.mixedPrecision.indexOf(s.weights) >= 0;
   }
 
-  // speed.read_share: how fast the weights are read against a 16-bit GEMV.
-  function readShare(data, s, fmt, efficiency) {
-    return quantizedKernels(data, s, fmt) ? efficiency.readQuantized : 1;
+  // Efficiency.layer_overhead: the fixed time per layer, with the quantized kernels' own when they run.
+  function layerOverhead(data, s, fmt, efficiency) {
+    return efficiency.layerOverheadS + (quantizedKernels(data, s, fmt) ? efficiency.layerOverheadQuantizedS : 0);
   }
 
   function decodeStep(data, s, fmt, kv, gpu, gpus, batch, context, runtime) {
     var efficiency = data.speed.efficiency[runtime];
     var split = runtime === "llama.cpp" ? 1 : gpus;
     var cache = memory().kvCache(data, s.arch, kv, roundHalfEven(context), batch, split, runtime);
-    var read = weightBytesRead(data, s, fmt, batch) / split / readShare(data, s, fmt, efficiency) + cache;
+    var read = weightBytesRead(data, s, fmt, batch) / split + cache;
     var flops = batch * (matmulFlopsPerToken(s) + attentionFlopsPerToken(s.arch, context)) / split;
     var rate = gpu.tflops[computePrecision(data, s.weights, gpu)] * 1e12;
     var link = runtime === "llama.cpp" ? 0 : allreduceS(data, s, gpu, gpus, batch, runtime);
     var step = { memory: read / (gpu.bandwidth * 1e12 * bandwidthShare(efficiency, gpu)), compute: flops / (rate * efficiency.compute),
-      link: link, overhead: s.arch.layers * efficiency.layerOverheadS };
+      link: link, overhead: s.arch.layers * layerOverhead(data, s, fmt, efficiency) };
     step.seconds = Math.max(step.memory, step.compute) + step.link + step.overhead;
     return step;
   }
@@ -109,14 +109,13 @@
     // Efficiency.prefill_share: MoE grouped GEMMs, else the engine's quantized kernels, else a dense GEMM
     var share = s.active ? efficiency.prefillMoe : quantizedKernels(data, s, fmt) ? efficiency.prefillQuantized : efficiency.prefill;
     var compute = flops / (rate * share);
-    var weights = passes * memory().weightsBytes(data, s, fmt) / split / readShare(data, s, fmt, efficiency);
-    var read = weights / (gpu.bandwidth * 1e12 * bandwidthShare(efficiency, gpu));
+    var read = passes * memory().weightsBytes(data, s, fmt) / split / (gpu.bandwidth * 1e12 * bandwidthShare(efficiency, gpu));
     var link = 0;
     if (runtime !== "llama.cpp" && gpus > 1) {
       link = allreduceS(data, s, gpu, gpus, prompt, runtime)
         + (passes - 1) * 2 * s.arch.layers * efficiency.allreduceS[linkPath(gpu, gpus)];
     }
-    return Math.max(compute, read) + link + passes * s.arch.layers * efficiency.layerOverheadS;
+    return Math.max(compute, read) + link + passes * s.arch.layers * layerOverhead(data, s, fmt, efficiency);
   }
 
   function perMillion(data, price, tokensPerS) {

@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from gpumem.engines.speed import Load, decode_step, link_path, passes, prefill_step, quantized_kernels, weight_bytes_read
+from gpumem.engines.speed import Load, decode_step, link_path, passes, prefill_step, quantized_kernels
 from gpumem.records.engines import Efficiency
 
 from .speed_table import BOUNDS, CHECKS, ENGINES, catalog, chunk_of, models, points
@@ -37,10 +37,9 @@ SERVING = ENGINES[:3]  # the batched serving engines; llama.cpp is the fourth
 MIN_POINTS = 3
 TIED = {"llama.cpp": {"compute": "prefill_quantized", "prefill_moe": "prefill_quantized"}}
 FALLBACK = {"prefill_quantized": "prefill", "allreduce_pcie_s": "allreduce_link_s"}  # too few points even pooled
-UNIT = Efficiency(1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
-START = Efficiency(0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1.0, 50e-6)  # where every fit starts, so that it depends on the points alone
-RATIOS = {"read_quantized": (30, 150)}  # a factor against another, in hundredths: it may pass 1
-MICROSECONDS = ("layer_overhead_s", "allreduce_link_s", "allreduce_pcie_s")
+UNIT = Efficiency(1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
+START = Efficiency(0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 50e-6)  # where every fit starts, so that it depends on the points alone
+MICROSECONDS = ("layer_overhead_s", "layer_overhead_quantized_s", "allreduce_link_s", "allreduce_pcie_s")
 POOLED = ("allreduce_link_s", "allreduce_pcie_s")  # fitted on the serving engines together, shared by each
 
 
@@ -63,7 +62,6 @@ class Terms:
     passes: int  # the prompt's forward passes (chunked prefill): each pays the fixed costs
     load: Load
     decode_memory: float
-    decode_weights: float  # the part of decode_memory that reads weights
     decode_compute: float
     decode_ring: float
     prefill_memory: float
@@ -90,7 +88,6 @@ def terms() -> list[Terms]:
         model, gpu, gpus, engine = known[p["model_id"]], found.gpu(p["gpu"]), int(p["gpus"]), p["engine"]
         fmt, kv = deployment.weight_formats[p["weights"]], deployment.kv_formats[p["kv"]]
         load = Load(int(p["concurrency"]), int(p["prompt_tokens"]), int(p["output_tokens"]))
-        split = 1 if engine == "llama.cpp" else gpus  # llama.cpp takes turns over its layers (engines/speed.decode_step)
         step = decode_step(unit, model, fmt, kv, gpu, gpus, load.concurrency, load.prompt_tokens + load.output_tokens / 2, engine)
         chunk = chunk_of(p, found)
         prompt = prefill_step(unit, model, fmt, gpu, gpus, load.prompt_tokens, engine, chunk)
@@ -111,7 +108,6 @@ def terms() -> list[Terms]:
                 passes=passes(load.prompt_tokens, chunk),
                 load=load,
                 decode_memory=step.memory_s,
-                decode_weights=weight_bytes_read(model, fmt, load.concurrency) / split / (gpu.bandwidth_tb_s * 1e12),
                 decode_compute=step.compute_s,
                 decode_ring=step.link_s,
                 prefill_memory=prompt.memory_s,
@@ -127,14 +123,11 @@ def predict(t: Terms, e: Efficiency) -> float:
     divided by the factors, written out here because the fit runs it millions of times (building speed()'s
     records for each would make the fit four times slower)."""
     bandwidth = e.bandwidth_hbm if t.hbm else e.bandwidth_gddr
-    slower = 1 / e.read_quantized - 1 if t.quantized else 0.0  # the quantized kernels' weight reads take longer
-    fixed = t.allreduces * e.allreduce(t.path) + t.layers * e.layer_overhead_s
-    memory = t.decode_memory + t.decode_weights * slower
-    step = max(memory / bandwidth, t.decode_compute / e.compute) + t.decode_ring + fixed
+    fixed = t.allreduces * e.allreduce(t.path) + t.layers * e.layer_overhead(t.quantized)
+    step = max(t.decode_memory / bandwidth, t.decode_compute / e.compute) + t.decode_ring + fixed
     rate = e.prefill_share(t.moe, t.quantized)
     prompt, output, requests = t.load.prompt_tokens, t.load.output_tokens, t.load.concurrency
-    reads = t.prefill_memory * (1 + slower) / bandwidth
-    prefill = max(t.prefill_compute / rate, reads) + t.prefill_ring + t.passes * fixed if prompt else 0.0
+    prefill = max(t.prefill_compute / rate, t.prefill_memory / bandwidth) + t.prefill_ring + t.passes * fixed if prompt else 0.0
     if t.check == "decode":
         return 1 / step
     if t.check == "aggregate":
@@ -152,8 +145,8 @@ ACTS: dict[str, Callable[[Terms], bool]] = {
     "prefill": lambda t: t.check in ("prefill", "ttft", "aggregate") and not t.moe and not t.quantized,
     "prefill_moe": lambda t: t.check in ("prefill", "ttft", "aggregate") and t.moe,
     "prefill_quantized": lambda t: t.check in ("prefill", "ttft", "aggregate") and not t.moe and t.quantized,
-    "read_quantized": lambda t: t.check in ("decode", "aggregate") and t.quantized,
     "layer_overhead_s": lambda t: t.check in ("decode", "aggregate"),
+    "layer_overhead_quantized_s": lambda t: t.check in ("decode", "aggregate") and t.quantized,
     "allreduce_link_s": lambda t: t.check in ("decode", "aggregate") and t.allreduces > 0 and t.path == "link",
     "allreduce_pcie_s": lambda t: t.check in ("decode", "aggregate") and t.allreduces > 0 and t.path == "pcie",
 }
@@ -188,8 +181,6 @@ def fit_engine(chosen: list[Terms], start: Efficiency, shared: Efficiency | None
             cost = _factor_cost(on, e, name)
             if name in MICROSECONDS:
                 e = replace(e, **{name: best(lambda us: us / 1e6, 0, 500, 25, cost)})
-            elif name in RATIOS:
-                e = replace(e, **{name: best(lambda c: c / 100, *RATIOS[name], 5, cost)})
             else:
                 e = replace(e, **{name: best(lambda c: c / 100, 10, 95, 5, cost)})
         elif shared is not None:
