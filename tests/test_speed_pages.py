@@ -88,12 +88,12 @@ def test_the_pages_load_is_stated_in_rules_yaml():
 def test_model_page_rows_for_llama_3_1_70b():
     table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
     assert [numbers(row) for row in table.rows] == [
-        ("bf16", 8, "rtx-3090", 1.52, 37.25, 323.06, 0.6181, 11.5858, 1.307),
-        ("fp8", 4, "rtx-3090", 0.76, 36.38, None, 1.0394, 6.0167, None),
-        ("awq", 1, "l40s", 0.44, 16.69, None, 0.6853, 7.4001, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
-        ("q4_k_m", 2, "rtx-3090", 0.38, 17.17, None, 2.9793, 6.457, None),  # 39.59 GiB of GGUF tensors: two 24 GB cards
-        ("bf16", 8, "l40s", 3.52, 35.08, 449.85, 0.2652, 28.1054, 2.1736),
-        ("bf16", 2, "b300", 9.2, 49.48, 727.27, 0.0856, 51.8198, 3.5139),
+        ("bf16", 8, "rtx-3090", 1.52, 36.59, 319.09, 0.6271, 11.7921, 1.3232),
+        ("fp8", 4, "rtx-3090", 0.76, 35.75, None, 1.0564, 6.1215, None),
+        ("awq", 1, "l40s", 0.44, 18.52, None, 0.6374, 6.6721, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
+        ("q4_k_m", 2, "rtx-3090", 0.38, 17.4, None, 2.98, 6.3761, None),  # 39.59 GiB of GGUF tensors: two 24 GB cards
+        ("bf16", 8, "l40s", 3.52, 34.5, 443.46, 0.2677, 28.5768, 2.2049),
+        ("bf16", 2, "b300", 9.2, 49.27, 724.34, 0.0872, 52.0424, 3.5281),
     ]
     for row in table.rows:
         assert_engine_figures(row, row.configuration.price_per_hour)
@@ -117,32 +117,32 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "Per million output tokens, one request",
         "Per million output tokens, 16 requests",
     ]
-    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "37.2", "323.1", "0.62 s", "$1.52", "$11.59", "$1.31 cheapest"]
+    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "36.6", "319.1", "0.63 s", "$1.52", "$11.79", "$1.32 cheapest"]
     assert shown[2] == [
         "4 × RTX 3090, FP8 · vLLM* Rent on Arrakis",
-        "36.4",
+        "35.8",
         "does not hold them",
-        "1.04 s",
+        "1.06 s",
         "$0.76",
-        "$6.02 cheapest",
+        "$6.12 cheapest",
         "does not hold them",
     ]
     assert shown[3] == [
         "1 × L40S, AWQ 4-bit · vLLM* Rent on Arrakis",
-        "16.7",
+        "18.5",
         "does not hold them",
-        "0.69 s",
+        "0.64 s",
         "$0.44",
-        "$7.40",
+        "$6.67",
         "does not hold them",
     ]
     assert shown[4] == [
         "2 × RTX 3090, GGUF Q4_K_M · llama.cpp Rent on Arrakis",
-        "17.2",
+        "17.4",
         "does not hold them",
         "2.98 s",
         "$0.38",
-        "$6.46",
+        "$6.38",
         "does not hold them",
     ]
     assert sum("cheapest" in cell for row in shown[1:] for cell in row) == 2
@@ -154,27 +154,27 @@ def test_gpu_page_rows_for_the_rtx_4090(built_site):
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-4090")))
     assert table.price_per_gpu_hour == 0.38
     first = table.rows[0]
-    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 58.57, 701.89, 0.1823, 1.8196, 0.1504)
+    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 58.57, 700.42, 0.1853, 1.8199, 0.1507)
     assert first.model.id == "llama-3.1-8b"
     for row in table.rows:
         assert_engine_figures(row, 0.38)
     shown = table_rows(built_site / "en/gpus/rtx-4090/index.html")
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests", "Per million output tokens, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "58.6", "701.9", "$0.15"]  # a measured vLLM card: no *
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "58.6", "700.4", "$0.15"]  # a measured vLLM card: no *
 
 
 def test_a_gpu_not_on_offer_shows_speed_and_no_price(built_site):
     assert "rtx-5090" not in SHOP.markets
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-5090")))
     assert table.price_per_gpu_hour is None
-    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 103.67, 1188.51, 0.1399, None, None)
+    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 103.67, 1185.18, 0.1423, None, None)
     for row in table.rows:
         assert_engine_figures(row, None)
         assert row.price_per_hour is None
     page = built_site / "en/gpus/rtx-5090/index.html"
     shown = table_rows(page)
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "103.7", "1,188.5"]
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "103.7", "1,185.2"]
     assert "The RTX 5090 is not on offer in this snapshot, so the table shows tokens per second and no price." in page.read_text()
     assert not any("$" in cell for row in shown for cell in row)
 
@@ -190,23 +190,23 @@ def picks(fmt: str, label: str):
         (
             "70B",
             "bf16",
-            ("bf16", 8, "b300", 36.8, 98.45, 1478.55, 0.036, 104.0945, 6.9137),
-            ("bf16", 8, "rtx-3090", 1.52, 37.25, 323.06, 0.6181, 11.5858, 1.307),
-            ("bf16", 8, "rtx-3090", 1.52, 37.25, 323.06, 0.6181, 11.5858, 1.307),
+            ("bf16", 8, "b300", 36.8, 94.89, 1427.37, 0.0371, 108.0008, 7.1616),
+            ("bf16", 8, "rtx-3090", 1.52, 36.59, 319.09, 0.6271, 11.7921, 1.3232),
+            ("bf16", 8, "rtx-3090", 1.52, 36.59, 319.09, 0.6271, 11.7921, 1.3232),
         ),
         (
             "32B",
             "awq",  # one RTX 3090 holds one request, not 16: the busy pick is an L40S
-            ("awq", 1, "b300", 4.6, 211.4, 2427.25, 0.0512, 6.1039, 0.5264),  # eight cards' all-reduces cost more than they save
-            ("awq", 1, "rtx-3090", 0.19, 36.84, None, 1.4954, 1.5099, None),
-            ("awq", 1, "l40s", 0.44, 34.03, 388.52, 0.3175, 3.6269, 0.3146),
+            ("awq", 1, "b300", 4.6, 131.7, 1697.31, 0.0544, 9.7621, 0.7528),  # eight cards' all-reduces cost more than they save
+            ("awq", 1, "rtx-3090", 0.19, 38.25, None, 1.3887, 1.4518, None),
+            ("awq", 1, "l40s", 0.44, 35.72, 405.0, 0.2984, 3.4545, 0.3018),
         ),
         (
             "405B",
             "fp8",
-            ("fp8", 8, "b300", 36.8, 48.89, 725.94, 0.0875, 209.7516, 14.0813),
-            ("fp8", 2, "b300", 9.2, 20.15, 297.64, 0.2305, 127.2781, 8.586),
-            ("fp8", 2, "b300", 9.2, 20.15, 297.64, 0.2305, 127.2781, 8.586),
+            ("fp8", 8, "b300", 36.8, 47.8, 710.29, 0.0894, 214.5706, 14.3916),
+            ("fp8", 2, "b300", 9.2, 20.31, 299.66, 0.2338, 126.2953, 8.5282),
+            ("fp8", 2, "b300", 9.2, 20.31, 299.66, 0.2338, 126.2953, 8.5282),
         ),
     ],
 )
@@ -229,9 +229,9 @@ def test_the_guide_page_shows_its_picks(built_site):
         " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td>(.*?)</td>", row[: row.index("</tr>")], re.S)
     ]
     assert cells == [
-        "8 × B300 · vLLM* 98.5 tokens/s $36.80 per hour $104.09 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 37.2 tokens/s $1.52 per hour $11.59 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 323.1 tokens/s $1.52 per hour $1.31 per million output tokens Rent on Arrakis",
+        "8 × B300 · vLLM* 94.9 tokens/s $36.80 per hour $108.00 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 36.6 tokens/s $1.52 per hour $11.79 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 319.1 tokens/s $1.52 per hour $1.32 per million output tokens Rent on Arrakis",
     ]
 
 
@@ -239,8 +239,8 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     """Each speed table quotes the error on measurements left out of the fit (vLLM's and llama.cpp's, the pages'
     engines), names the engines and versions, and says what the * of an unmeasured engine and GPU means."""
     sentence = (
-        "Estimates; on measurements left out of the fit, vLLM is off by 13.7% for one request (8 measurements), "
-        "24.9% under load (118), llama.cpp by 7.3% (121). See how speed is estimated. "
+        "Estimates; on measurements left out of the fit, vLLM is off by 14.7% for one request (8 measurements), "
+        "17.4% under load (118), llama.cpp by 7.1% (121). See how speed is estimated. "
         "Engines: vLLM 0.33.0 and llama.cpp 0c1e57098, those of the launch commands. "
         "*: no run of this engine on this GPU was measured."
     )
@@ -251,11 +251,11 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     method = " ".join(html.unescape(re.sub(r"<[^>]+>", "", (built_site / "en/methodology/index.html").read_text())).split())
     assert "Speed and cost per token" in method
     assert (
-        "vLLM: Single-request decode: 7 of 8 measurements within 25%, mean error 13.7%, worst 53.8%. "
-        "Throughput under load: 88 of 118 within 35%, mean error 24.9%, worst 125.1%. "
-        "SGLang: Single-request decode: 11 of 33 measurements within 25%, mean error 64.3%, worst 413.4%."
+        "vLLM: Single-request decode: 6 of 8 measurements within 25%, mean error 14.7%, worst 53.8%. "
+        "Throughput under load: 102 of 118 within 35%, mean error 17.4%, worst 100.5%. "
+        "SGLang: Single-request decode: 11 of 33 measurements within 25%, mean error 62.8%, worst 413.4%."
     ) in method
-    assert "llama.cpp: Single-request decode: 119 of 121 measurements within 25%, mean error 7.3%, worst 46.1%." in method
+    assert "llama.cpp: Single-request decode: 119 of 121 measurements within 25%, mean error 7.1%, worst 46.3%." in method
     assert '<h2 id="speed"><a href="#speed">Speed and cost per token</a></h2>' in (built_site / "en/methodology/index.html").read_text()
 
 
