@@ -68,8 +68,7 @@ def case_raw(model: str, weights: str, kv: str, gpus: int, batch: int, prompt: i
 def python_speed(model: str, weights: str, kv: str, gpu: str, gpus: int, batch: int, prompt: int, output: int) -> speed.Speed:
     fmt, cache = DEPLOY.weight_formats[weights], DEPLOY.kv_formats[kv]
     load = speed.Load(batch, prompt, output)
-    chunk = speed.prefill_chunk(DEPLOY, fmt.runtime, GPUS[gpu])
-    return speed.speed(SPEED, CATALOG.model(model), fmt, cache, GPUS[gpu], gpus, load, PRICES[(gpu, gpus)], chunk=chunk)
+    return speed.served(SPEED, DEPLOY, CATALOG.model(model), fmt, cache, GPUS[gpu], gpus, load, PRICES[(gpu, gpus)])
 
 
 @pytest.fixture

@@ -152,3 +152,12 @@ def test_the_speed_block_is_checked_field_by_field(root):
         f"catalogs/rules.yaml:{runtime}: rules: speed.efficiency.llamacpp: unknown field (did you mean 'llama.cpp'?)",
         f"catalogs/rules.yaml:{rates}: rules: speed.compute_precision.mxfp4: expected a list of tensor rates (bf16, fp16, fp8, fp4, int8), got ['fp6']",
     ]
+
+
+def test_an_engine_s_own_tensor_rates_are_checked_by_engine_and_format(root):
+    edit(root / RULES, "      llama.cpp: {fp16: [fp16]}\n", "      llamacpp: {fp16: [fp16]}\n      vllm: {f16: [fp16]}\n")
+    engine, fmt = line_of(root / RULES, "      llamacpp: {fp16"), line_of(root / RULES, "      vllm: {f16")
+    assert problems(root) == [
+        f"catalogs/rules.yaml:{engine}: rules: speed.compute_precision.by_engine.llamacpp: unknown field (did you mean 'llama.cpp'?)",
+        f"catalogs/rules.yaml:{fmt}: rules: speed.compute_precision.by_engine.vllm.f16: unknown field (did you mean 'fp16'?)",
+    ]

@@ -7,10 +7,8 @@ import math
 
 import pytest
 
-from gpumem.engines.speed import speed
-
 from .measurements.fit_speed import ENGINES, fit, predict, terms
-from .measurements.speed_table import BOUNDS, DOC, SHARES, catalog, chunk_of, models, points, readme_table, rows, table
+from .measurements.speed_table import BOUNDS, DOC, SHARES, catalog, models, points, predicted, readme_table, rows, table
 from .project import REPO
 
 REQUIRED = ("id", "engine", "version", "gpu", "gpus", "model", "model_id", "weights", "kv", "concurrency", "prompt_tokens", "output_tokens")
@@ -55,31 +53,15 @@ def test_multi_gpu_points_cover_tensor_parallel_over_pcie_and_layer_splits():
 
 
 def test_the_fit_reproduces_the_engine_on_every_point():
-    """fit_speed's arithmetic on a point's terms is the engine's (engines/speed.py) to 1e-9."""
+    """fit_speed's arithmetic on a point's terms is the engine's (engines/speed.py, as speed_table.predicted runs it
+    on the point) to 1e-9."""
     found = catalog()
     rules = found.rules.speed
-    assert rules is not None and found.rules.deployment is not None
+    assert rules is not None
     known, by_id = models(found), {p["id"]: p for p in points()}
     for t in terms():
         p = by_id[t.id]
-        fmt, kv = found.rules.deployment.weight_formats[p["weights"]], found.rules.deployment.kv_formats[p["kv"]]
-        result = speed(
-            rules,
-            known[p["model_id"]],
-            fmt,
-            kv,
-            found.gpu(p["gpu"]),
-            int(p["gpus"]),
-            t.load,
-            runtime=t.engine,
-            chunk=chunk_of(p, found),
-        )
-        engine = {
-            "decode": result.decode_tokens_per_s_per_request,
-            "aggregate": result.aggregate_tokens_per_s,
-            "prefill": result.prefill_tokens_per_s,
-            "ttft": result.ttft_s,
-        }[t.check]
+        engine = predicted(p, found, known[p["model_id"]], rules)
         assert math.isclose(predict(t, rules.efficiency[t.engine]), engine, rel_tol=1e-9), t.id
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from gpumem.catalog.inputs import load_catalog
 from gpumem.commands.build import gather
-from gpumem.engines.speed import Load, prefill_chunk, speed
+from gpumem.engines.speed import Load, served
 from gpumem.errors import BuildError
 from gpumem.figures.shared import Shop
 from gpumem.figures.speed import SpeedRow, gpu_speed, inference_guide, model_speed
@@ -50,8 +50,7 @@ def engine(row: SpeedRow, requests: int, price: float | None):
     pages, deployment = RULES.speed.pages, RULES.deployment
     load = Load(requests, pages.prompt_tokens, pages.output_tokens)
     kv = deployment.kv_formats[pages.kv_format]
-    gpu, chunk = row.configuration.gpu, prefill_chunk(deployment, row.fmt.runtime, row.configuration.gpu)
-    return speed(RULES.speed, row.model, row.fmt, kv, gpu, row.configuration.count, load, price, chunk=chunk)
+    return served(RULES.speed, deployment, row.model, row.fmt, kv, row.configuration.gpu, row.configuration.count, load, price)
 
 
 def assert_engine_figures(row: SpeedRow, price: float | None) -> None:

@@ -41,7 +41,14 @@ def read_speed(top: Entry, sources: dict[str, str], formats: set[str], kv_format
     top.failed = top.failed or section.failed
     if section.failed or efficiency is None or precisions is None or any(v is None for v in values.values()):
         return None
-    return SpeedRules(efficiency=efficiency, compute_precision=precisions, pages=pages, calibration=calibration, **values)
+    return SpeedRules(
+        efficiency=efficiency,
+        compute_precision=precisions[0],
+        engine_precision=precisions[1],
+        pages=pages,
+        calibration=calibration,
+        **values,
+    )
 
 
 def _pages(section: Entry, sources: dict[str, str], formats: set[str], kv_formats: Collection[str]) -> SpeedPages | None:
@@ -105,8 +112,7 @@ def _known_formats(formats: set[str]) -> Callable[[Any], tuple[str, ...]]:
 
 def _efficiency(section: Entry, sources: dict[str, str]) -> dict[str, Efficiency] | None:
     """efficiency: {engine: {bandwidth_gddr, bandwidth_hbm, compute, prefill, prefill_moe, prefill_quantized,
-    layer_overhead_us, layer_overhead_quantized_us,
-    allreduce_link_us, allreduce_pcie_us}, ..., source}."""
+    layer_overhead_us, layer_overhead_quantized_us, allreduce_link_us, allreduce_pcie_us}, ..., source}."""
     table = section.section("efficiency")
     if table is None:
         return None
@@ -131,16 +137,31 @@ def _efficiency(section: Entry, sources: dict[str, str]) -> dict[str, Efficiency
     return None if table.failed else found
 
 
-def _compute_precision(section: Entry, sources: dict[str, str], formats: set[str]) -> dict[str, tuple[str, ...]] | None:
-    """compute_precision: weight format -> the tensor rates it runs at, tried in order (bf16 when the GPU has none)."""
+Precisions = dict[str, tuple[str, ...]]
+
+
+def _compute_precision(section: Entry, sources: dict[str, str], formats: set[str]) -> tuple[Precisions, dict[str, Precisions]] | None:
+    """compute_precision: weight format -> the tensor rates it runs at, tried in order (bf16 when the GPU has none);
+    by_engine: {engine: {format: rates}}, where an engine's kernels run a format at other rates than the others'."""
     table = section.section("compute_precision")
     if table is None:
         return None
-    table.check_keys((*sorted(formats), "source"))
+    table.check_keys((*sorted(formats), "by_engine", "source"))
     sources["speed.compute_precision"] = table.get("source", citation) or ""
-    found = {str(name): table.get(str(name), _rates) for name in table.data if name != "source"}
+    found = {str(name): table.get(str(name), _rates) for name in table.data if name not in ("source", "by_engine")}
+    by_engine: dict[str, Precisions] = {}
+    engines = table.section("by_engine") if "by_engine" in table.data else None
+    if engines is not None:
+        engines.check_keys(RUNTIMES)
+        for runtime in (name for name in RUNTIMES if name in engines.data):
+            rates = engines.section(runtime)
+            if rates is not None:
+                rates.check_keys(sorted(formats))
+                by_engine[runtime] = {str(name): rates.get(str(name), _rates) for name in rates.data}
+                engines.failed = engines.failed or rates.failed
+        table.failed = table.failed or engines.failed
     section.failed = section.failed or table.failed
-    return None if table.failed else found
+    return None if table.failed else (found, by_engine)
 
 
 def _count(value: Any) -> int:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from gpumem.commands.estimate import Estimate, refusal_text, size_text
 from gpumem.engines import deployment, support
 from gpumem.engines.sizing import offered_configurations
-from gpumem.engines.speed import Load, Speed, prefill_chunk, speed
+from gpumem.engines.speed import Load, Speed, served
 from gpumem.errors import BuildError
 from gpumem.records.catalog import Gpu
 from gpumem.records.engines import WeightFormat
@@ -47,20 +47,25 @@ def speed_rows(result: Estimate, prompt: int, output: int, gpu_id: str | None = 
     if gpu_id is None:
         picked = [(fit.configuration.gpu, fit.configuration.count, fit.configuration.price_per_hour, fit.stand_in) for fit in result.fits]
     else:
-        served = support.serving(catalog.rules.support, deployment.weight_formats, fmt, kv, known[gpu_id])
-        if not served.runs and served.refusal is not None:
-            raise BuildError([f"--gpu: {refusal_text(served.refusal)}"])
-        stand_in = served.weights if served.stands_in else None
+        runs = support.serving(catalog.rules.support, deployment.weight_formats, fmt, kv, known[gpu_id])
+        if not runs.runs and runs.refusal is not None:
+            raise BuildError([f"--gpu: {refusal_text(runs.refusal)}"])
+        stand_in = runs.weights if runs.stands_in else None
         holds(result, known[gpu_id], stand_in or fmt)
         offered = offered_configurations(catalog.gpus, catalog.snapshot.offers, catalog.rules.gpu_counts)
         prices = [c.price_per_hour for c in offered if c.gpu.id == gpu_id and c.count == result.need.gpus]
         picked = [(known[gpu_id], result.need.gpus, prices[0] if prices else None, stand_in)]
-    rows = []
-    for gpu, count, price, used in picked:
-        timed = used or fmt
-        found = speed(rules, result.model, timed, kv, gpu, count, load, price, chunk=prefill_chunk(deployment, timed.runtime, gpu))
-        rows.append(SpeedRow(gpu.id, gpu.name, count, price, found, used.label if used else ""))
-    return tuple(rows)
+    return tuple(
+        SpeedRow(
+            gpu.id,
+            gpu.name,
+            count,
+            price,
+            served(rules, deployment, result.model, used or fmt, kv, gpu, count, load, price),
+            used.label if used else "",
+        )
+        for gpu, count, price, used in picked
+    )
 
 
 def holds(result: Estimate, gpu: Gpu, fmt: WeightFormat) -> None:

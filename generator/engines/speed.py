@@ -72,13 +72,10 @@ class Speed:
 
 
 def compute_precision(rules: SpeedRules, fmt: WeightFormat, gpu: Gpu, runtime: str = "") -> str:
-    """The tensor rate a format's matrix products run at: the first of its precisions the GPU has. llama.cpp multiplies
-    F16 weights in cuBLAS with FP16 accumulation (CUBLAS_COMPUTE_16F), which GeForce cards run at twice their
-    FP32-accumulate rate (ggml_cuda_mul_mat_cublas,
-    https://github.com/ggml-org/llama.cpp/blob/0c1e57098/ggml/src/ggml-cuda/ggml-cuda.cu#L1390-L1392 and #L1617-L1662);
-    vLLM's PyTorch GEMMs accumulate in FP32. No page offers F16 GGUF files: only measured runs take this rate."""
-    accumulate16 = ("fp16",) if runtime == "llama.cpp" and fmt.name == "fp16" else ()
-    for precision in (*accumulate16, *rules.compute_precision.get(fmt.name, ())):
+    """The tensor rate a format's matrix products run at on an engine: the first of its precisions the GPU has, the
+    engine's own where rules.yaml gives them (compute_precision.by_engine), else bf16."""
+    rates = rules.engine_precision.get(runtime, {}).get(fmt.name) or rules.compute_precision.get(fmt.name, ())
+    for precision in rates:
         if precision in gpu.dense_tflops:
             return precision
     return "bf16"
@@ -253,6 +250,24 @@ def speed(
         usd_per_million_output_tokens=_per_million(price_per_hour, aggregate),
         usd_per_million_input_tokens=_per_million(price_per_hour, prefill_rate),
     )
+
+
+def served(
+    rules: SpeedRules,
+    deployment: DeploymentRules,
+    model: Model,
+    fmt: WeightFormat,
+    kv: KvFormat,
+    gpu: Gpu,
+    gpus: int,
+    load: Load,
+    price_per_hour: float | None = None,
+    runtime: str = "",
+) -> Speed:
+    """speed() as the engine runs by default on the card, prompts cut to its prefill chunk (prefill_chunk): what the
+    pages, the calculator, `gpumem estimate --speed` and the measured points' checks show."""
+    runtime = runtime or fmt.runtime
+    return speed(rules, model, fmt, kv, gpu, gpus, load, price_per_hour, runtime, prefill_chunk(deployment, runtime, gpu))
 
 
 def _per_million(price_per_hour: float | None, tokens_per_s: float) -> float | None:

@@ -15,7 +15,7 @@ from datetime import date
 
 from gpumem.engines import support
 from gpumem.engines.sizing import Configuration, Fit, deployment_fits
-from gpumem.engines.speed import MILLION, SECONDS_PER_HOUR, Load, Speed, prefill_chunk, speed
+from gpumem.engines.speed import MILLION, SECONDS_PER_HOUR, Load, Speed, served
 from gpumem.records.catalog import ApiPageRules, ApiPrice, Catalog, Model
 from gpumem.records.engines import WeightFormat
 
@@ -36,8 +36,9 @@ def usd_per_million(catalog: Catalog, model: Model, fmt: WeightFormat, configura
         return None
     kv, load = rules.deployment.kv_formats["bf16"], page_load(rules.api_page)
     fmt = support.serving(rules.support, rules.deployment.weight_formats, fmt, kv, configuration.gpu).weights
-    gpu, count, price = configuration.gpu, configuration.count, configuration.price_per_hour
-    found = speed(rules.speed, model, fmt, kv, gpu, count, load, price, chunk=prefill_chunk(rules.deployment, fmt.runtime, gpu))
+    found = served(
+        rules.speed, rules.deployment, model, fmt, kv, configuration.gpu, configuration.count, load, configuration.price_per_hour
+    )
     return found.usd_per_million_output_tokens
 
 
@@ -198,9 +199,9 @@ def cheapest_hosted(catalog: Catalog, model: Model, fmt: WeightFormat, configura
     for fit in fits:
         config = fit.configuration
         timed = fit.stand_in or fmt
-        chunk = prefill_chunk(rules.deployment, timed.runtime, config.gpu)
-        found = speed(rules.speed, model, timed, kv, config.gpu, config.count, load, config.price_per_hour, chunk=chunk)
-        priced.append(SelfHosted(fit, found))
+        priced.append(
+            SelfHosted(fit, served(rules.speed, rules.deployment, model, timed, kv, config.gpu, config.count, load, config.price_per_hour))
+        )
     return min(priced, key=lambda h: (h.usd_per_million, h.fit.configuration.count, h.fit.configuration.gpu.id), default=None)
 
 

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from gpumem.engines import deployment, launch, memory, sizing, support
 from gpumem.engines.sizing import Choice, Fit
-from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, Load, Speed, prefill_chunk, speed
+from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, Load, Speed, served
 from gpumem.engines.support import Refusal
 from gpumem.figures.calculator_training import LORA_FIELDS, QLORA_FIELDS, TRAINING_FIELDS, TRAINING_PARTS, TRAINING_RESULTS, Tuning
 from gpumem.figures.calculator_training import training_fields as training_fields
@@ -164,8 +164,9 @@ def serving(
     if catalog.rules.speed is not None:
         load = Load(requests, *lengths)
         speeds = tuple(
-            speed(
+            served(
                 catalog.rules.speed,
+                rules,
                 model,
                 f.stand_in or fmt,
                 cache,
@@ -173,7 +174,6 @@ def serving(
                 f.configuration.count,
                 load,
                 f.configuration.price_per_hour,
-                chunk=prefill_chunk(rules, (f.stand_in or fmt).runtime, f.configuration.gpu),
             )
             for f in fits
         )

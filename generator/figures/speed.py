@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from gpumem.engines import support
 from gpumem.engines.sizing import Configuration, deployment_fits
-from gpumem.engines.speed import Load, Speed, prefill_chunk, speed
+from gpumem.engines.speed import Load, Speed, served
 from gpumem.figures.subjects import GpuPage, ModelPage
 from gpumem.figures.verdicts import serving_claim
 from gpumem.records.catalog import Catalog, Gpu, Model
@@ -80,7 +80,7 @@ def speed_row(catalog: Catalog, model: Model, fmt: WeightFormat, configuration: 
 
     def at(requests: int) -> Speed:
         load = Load(requests, setting.prompt_tokens, setting.output_tokens)
-        return speed(speed_rules, model, fmt, kv, gpu, count, load, price, chunk=prefill_chunk(rules.deployment, fmt.runtime, gpu))
+        return served(speed_rules, rules.deployment, model, fmt, kv, gpu, count, load, price)
 
     busy = at(setting.busy_requests) if holds(catalog, model, fmt, configuration, setting.busy_requests) else None
     claim = serving_claim(model, fmt, setting.kv_format, setting.prompt_tokens + setting.output_tokens, 1)

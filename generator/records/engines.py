@@ -267,6 +267,8 @@ class SpeedRules:
         return self.calibration is not None and self.calibration.unmeasured(engine, gpu)
 
     calibration: SpeedCalibration | None = None
+    # engine -> weight format -> tensor rates, where the engine's kernels differ from compute_precision's
+    engine_precision: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

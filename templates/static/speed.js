@@ -5,7 +5,8 @@
 
   function memory() { return window.gpumemCalculator; }
 
-  // The tensor rate a format's matrix products run at: the first of its precisions the GPU has.
+  // The tensor rate a format's matrix products run at: the first of its precisions the GPU has (each calculator format
+  // runs on its own engine, so compute_precision.by_engine, for measured runs of another, never applies here).
   function computePrecision(data, weights, gpu) {
     var rates = data.speed.computePrecision[weights] || [];
     for (var i = 0; i < rates.length; i++) if (Object.prototype.hasOwnProperty.call(gpu.tflops, rates[i])) return rates[i];

@@ -28,10 +28,10 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from gpumem.engines.speed import Load, decode_step, link_path, passes, prefill_step, quantized_kernels
+from gpumem.engines.speed import Load, decode_step, link_path, passes, prefill_chunk, prefill_step, quantized_kernels
 from gpumem.records.engines import Efficiency
 
-from .speed_table import BOUNDS, CHECKS, ENGINES, catalog, chunk_of, models, points
+from .speed_table import BOUNDS, CHECKS, ENGINES, catalog, models, points
 
 SERVING = ENGINES[:3]  # the batched serving engines; llama.cpp is the fourth
 MIN_POINTS = 3
@@ -89,7 +89,7 @@ def terms() -> list[Terms]:
         fmt, kv = deployment.weight_formats[p["weights"]], deployment.kv_formats[p["kv"]]
         load = Load(int(p["concurrency"]), int(p["prompt_tokens"]), int(p["output_tokens"]))
         step = decode_step(unit, model, fmt, kv, gpu, gpus, load.concurrency, load.prompt_tokens + load.output_tokens / 2, engine)
-        chunk = chunk_of(p, found)
+        chunk = prefill_chunk(deployment, engine, gpu)
         prompt = prefill_step(unit, model, fmt, gpu, gpus, load.prompt_tokens, engine, chunk)
         found_terms.append(
             Terms(

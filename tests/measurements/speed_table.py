@@ -17,7 +17,7 @@ import yaml
 
 from gpumem.catalog.hf_config import model_from_config
 from gpumem.catalog.inputs import load_catalog
-from gpumem.engines.speed import Load, Speed, prefill_chunk, speed
+from gpumem.engines.speed import Load, Speed, served
 from gpumem.records.catalog import Catalog, Model
 from gpumem.records.engines import ENGINE_LABELS, SpeedRules
 
@@ -84,14 +84,6 @@ def models(found: Catalog) -> dict[str, Model]:
     return known
 
 
-def chunk_of(point: dict[str, Any], found: Catalog) -> int:
-    """The prompt tokens of one prefill pass in a point's run: its stated max_num_batched_tokens (or llama-bench's
-    -ub), else its engine's default on its card (engines/speed.prefill_chunk)."""
-    assert found.rules.deployment is not None
-    stated = point.get("prefill_chunk")
-    return int(stated) if stated else prefill_chunk(found.rules.deployment, point["engine"], found.gpu(point["gpu"]))
-
-
 def predicted(point: dict[str, Any], found: Catalog, model: Model, rules: SpeedRules) -> float:
     """The engine's figure in the unit of the point's check, with the factors of the engine that ran it."""
     deployment = found.rules.deployment
@@ -100,7 +92,7 @@ def predicted(point: dict[str, Any], found: Catalog, model: Model, rules: SpeedR
     load = Load(int(point["concurrency"]), int(point["prompt_tokens"]), int(point["output_tokens"]))
     fmt, kv = deployment.weight_formats[point["weights"]], deployment.kv_formats[point["kv"]]
     gpu, gpus = found.gpu(point["gpu"]), int(point["gpus"])
-    result = speed(rules, model, fmt, kv, gpu, gpus, load, runtime=runtime, chunk=chunk_of(point, found))
+    result = served(rules, deployment, model, fmt, kv, gpu, gpus, load, runtime=runtime)
     return figure(result, point["check"])
 
 
