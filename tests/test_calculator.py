@@ -83,12 +83,21 @@ def model_of(raw: dict) -> Model:
         int(raw["vocab"]),
         raw["tied"] == "1",
         int(raw["intermediate"]),
-        Experts(experts, int(raw["experts_active"]), int(raw["expert_width"]), moe.get("shared", 0), moe.get("denseLayers", 0))
+        Experts(
+            experts,
+            int(raw["experts_active"]),
+            int(raw["expert_width"]),
+            moe.get("shared", 0),
+            moe.get("denseLayers", 0),
+            moe.get("projections", 3),
+            moe.get("width", 0),
+        )
         if experts
         else None,
         State(state["kind"], state["layers"], state["conv"], state["recurrent"], state.get("recurrentBytes", 0), state.get("mlpLayers", 0))
         if state
         else None,
+        extra.get("blocks", 2),
     )
     return compute_calculator.custom_model(float(raw["params"]), arch, extra["vision"])
 
@@ -108,8 +117,13 @@ def pasted_state(name: str, weights: str, kv: str, gpus: int, batch: int, contex
     )
     attention.update({"qLora": a.q_lora_rank} if a.q_lora_rank else {}, **({"fused": 1} if a.fused_qkv else {}))
     experts = arch.experts and {"shared": arch.experts.shared, "denseLayers": arch.experts.dense_layers}
+    if arch.experts and arch.experts.projections != 3:
+        experts["projections"] = arch.experts.projections
+    if arch.experts and arch.experts.width:
+        experts["width"] = arch.experts.width
     state = compute_calculator_data.state_data(arch.state)
-    raw["extra"] = json.dumps({"attention": attention, "vision": counted.vision / 1e9, "experts": experts, "state": state})
+    extra = {"attention": attention, "vision": counted.vision / 1e9, "experts": experts, "state": state}
+    raw["extra"] = json.dumps({**extra, **({"blocks": 1} if arch.blocks_per_layer == 1 else {})})
     return raw
 
 
@@ -387,6 +401,7 @@ def test_pasted_configs_count_like_python(scripts: Scripts):
         }, path.name
         assert a["experts"] == compute_calculator_data.experts_data(arch.experts), path.name
         assert a["state"] == compute_calculator_data.state_data(arch.state), path.name
+        assert a.get("blocksPerLayer", 2) == arch.blocks_per_layer, path.name
 
 
 def test_pasting_a_config_fills_the_fields_and_gives_the_python_result(calculator: Page):

@@ -359,6 +359,8 @@ def link(attention: dict | None = None, vision: Any = 0, experts: Any = None, **
         (link({**SLIDING, "latent": -1}), "attention.latent: expected a whole number of 0 or more, got -1."),
         (link({**SLIDING, "slidingLayers": 33}), "attention.slidingLayers: 33 is more than the 32 layers."),
         (link(experts={"shared": 1, "denseLayers": 40}), "experts.denseLayers: 40 leaves no MoE layer of the 32 layers."),
+        (link(experts={"shared": 1, "denseLayers": 0, "projections": 4}), "experts.projections: expected one of 0, 2, 3, got 4."),
+        (link()[:-1] + ', "blocks": 3}', "blocks: expected one of 1, 2, got 3."),
         (link({**SLIDING, "kind": "linear"}), 'attention.kind: expected one of "full", "sliding", "chunked", "mla", got "linear".'),
         ("[1, 2]", "expected an object of attention, state, vision and experts, got a list of 2 items."),
         ('{"attention": ', "This is not valid JSON."),

@@ -28,7 +28,7 @@ from gpumem.catalog.hf_config import count, kept_parts, model_from_config
 from gpumem.catalog.inputs import load_catalog
 from gpumem.catalog.validate import Invalid
 from gpumem.engines import deployment as engine
-from gpumem.engines import memory
+from gpumem.engines import memory, speed
 from gpumem.records.catalog import Architecture, Attention, Experts, Repo, State
 
 from .project import CATALOGS, REPO
@@ -288,3 +288,23 @@ def test_multi_token_prediction_layers_are_counted_apart_from_the_weights():
 def test_unpaged_a_hybrid_s_cache_is_its_tokens_and_its_state_as_a_decode_step_reads_them():
     # the speed engine's figure: no block rounding, one state of its own size per layer
     assert engine.kv_cache_bytes_per_gpu(QWEN35, KV["bf16"], 4096, 2, 1) == 2 * (10 * 2048 * 4096 + 30 * 2_146_304)
+
+
+def test_nemotron_h_s_experts_are_ungated_and_each_of_its_layers_is_one_block():
+    """Nemotron-H's experts are an up and a down projection (squared ReLU), Nemotron 3 Super's in a 1,024-wide latent:
+    counted as gated experts of the hidden width they outweighed the whole model, so a decode step read less than
+    nothing. Each of its layers is one mixer, so tensor parallelism all-reduces once a layer, not twice."""
+    config = json.loads((CONFIGS / "nemotron-3-nano-30b-a3b-bf16.json").read_text())
+    nano, large = model_from_config(config, LIMITS, "nano", "Nano", "test"), counted("nemotron-3-super-120b-a12b-fp8").arch
+    assert (nano.arch.experts.projections, nano.arch.experts.width, nano.arch.blocks_per_layer) == (2, 0, 1)
+    assert (large.experts.projections, large.experts.width, large.blocks_per_layer) == (2, 1024, 1)
+    assert engine.expert_params(nano.arch) == 23 * 128 * 2 * 2688 * 1856 == 29_374_808_064
+    assert engine.expert_params(large) == 40 * 512 * 2 * 1024 * 2688 == 112_742_891_520
+    bf16, h100 = RULES.weight_formats["bf16"], CATALOG.gpu("h100-sxm")
+    untouched = 2 * 29_374_808_064 * (1 - 6 / 128)  # bytes of the experts one token leaves unread
+    assert speed.weight_bytes_read(nano, bf16, 1) == pytest.approx(2 * 31_577_937_344 - untouched, rel=1e-12)
+    rules = CATALOG.rules.speed
+    step = speed.decode_step(rules, nano, bf16, KV["bf16"], h100, 2, 1, 2048, "vllm")
+    ring = 2 * (2 - 1) / 2 * 2688 * rules.activation_bytes / (h100.link.gb_s * 1e9 / 2)
+    assert (speed.blocks(nano.arch), step.link_s) == (52, pytest.approx(52 * (ring + rules.efficiency["vllm"].allreduce_link_s), rel=1e-12))
+    assert step.overhead_s == pytest.approx(26 * rules.efficiency["vllm"].layer_overhead_s, rel=1e-12)

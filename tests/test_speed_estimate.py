@@ -15,12 +15,12 @@ def test_one_configuration_gives_the_issue_fields():
         {
             "gpu": "h100-sxm",
             "count": 1,
-            "decode_tokens_per_s_per_request": 138.263,
-            "aggregate_tokens_per_s": 137.727,
-            "ttft_s": 0.03539,
+            "decode_tokens_per_s_per_request": 120.088,
+            "aggregate_tokens_per_s": 119.636,
+            "ttft_s": 0.039784,
             "price_per_hour": 2.07,
-            "usd_per_million_output_tokens": 4.174925,
-            "usd_per_million_input_tokens": 0.016191,
+            "usd_per_million_output_tokens": 4.80623,
+            "usd_per_million_input_tokens": 0.018088,
         }
     ]
 

@@ -87,12 +87,12 @@ def test_the_pages_load_is_stated_in_rules_yaml():
 def test_model_page_rows_for_llama_3_1_70b():
     table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
     assert [numbers(row) for row in table.rows] == [
-        ("bf16", 8, "rtx-3090", 1.52, 36.59, 319.09, 0.6271, 11.7921, 1.3232),
-        ("fp8", 4, "rtx-3090", 0.76, 35.75, None, 1.0564, 6.1215, None),
-        ("awq", 1, "l40s", 0.44, 18.52, None, 0.6374, 6.6721, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
+        ("bf16", 8, "rtx-3090", 1.52, 34.38, 332.83, 0.6476, 12.5431, 1.2686),
+        ("fp8", 4, "rtx-3090", 0.76, 33.64, None, 1.0939, 6.5006, None),
+        ("awq", 1, "l40s", 0.44, 17.86, None, 0.7807, 6.9338, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
         ("q4_k_m", 2, "rtx-3090", 0.38, 17.4, None, 2.98, 6.3761, None),  # 39.59 GiB of GGUF tensors: two 24 GB cards
-        ("bf16", 8, "l40s", 3.52, 34.5, 443.46, 0.2677, 28.5768, 2.2049),
-        ("bf16", 2, "b300", 9.2, 49.27, 724.34, 0.0872, 52.0424, 3.5281),
+        ("bf16", 8, "l40s", 3.52, 32.52, 421.92, 0.2746, 30.3026, 2.3174),
+        ("bf16", 2, "b300", 9.2, 50.08, 736.85, 0.0908, 51.2122, 3.4682),
     ]
     for row in table.rows:
         assert_engine_figures(row, row.configuration.price_per_hour)
@@ -102,7 +102,7 @@ def test_model_page_rows_for_llama_3_1_70b():
 
 def test_the_cheapest_per_token_is_marked_in_words(built_site):
     table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
-    assert numbers(table.cheapest_one)[:3] == ("fp8", 4, "rtx-3090")
+    assert numbers(table.cheapest_one)[:3] == ("q4_k_m", 2, "rtx-3090")
     assert numbers(table.cheapest_busy)[:3] == ("bf16", 8, "rtx-3090")
     costs = [row.one.usd_per_million_output_tokens for row in table.rows]
     assert table.cheapest_one.one.usd_per_million_output_tokens == min(costs)
@@ -116,23 +116,23 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "Per million output tokens, one request",
         "Per million output tokens, 16 requests",
     ]
-    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "36.6", "319.1", "0.63 s", "$1.52", "$11.79", "$1.32 cheapest"]
+    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "34.4", "332.8", "0.65 s", "$1.52", "$12.54", "$1.27 cheapest"]
     assert shown[2] == [
         "4 × RTX 3090, FP8 · vLLM* Rent on Arrakis",
-        "35.8",
+        "33.6",
         "does not hold them",
-        "1.06 s",
+        "1.09 s",
         "$0.76",
-        "$6.12 cheapest",
+        "$6.50",
         "does not hold them",
     ]
     assert shown[3] == [
         "1 × L40S, AWQ 4-bit · vLLM* Rent on Arrakis",
-        "18.5",
+        "17.9",
         "does not hold them",
-        "0.64 s",
+        "0.78 s",
         "$0.44",
-        "$6.67",
+        "$6.93",
         "does not hold them",
     ]
     assert shown[4] == [
@@ -141,7 +141,7 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "does not hold them",
         "2.98 s",
         "$0.38",
-        "$6.38",
+        "$6.38 cheapest",
         "does not hold them",
     ]
     assert sum("cheapest" in cell for row in shown[1:] for cell in row) == 2
@@ -153,27 +153,27 @@ def test_gpu_page_rows_for_the_rtx_4090(built_site):
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-4090")))
     assert table.price_per_gpu_hour == 0.38
     first = table.rows[0]
-    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 58.57, 700.42, 0.1853, 1.8199, 0.1507)
+    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 51.78, 634.4, 0.1961, 2.0572, 0.1664)
     assert first.model.id == "llama-3.1-8b"
     for row in table.rows:
         assert_engine_figures(row, 0.38)
     shown = table_rows(built_site / "en/gpus/rtx-4090/index.html")
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests", "Per million output tokens, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "58.6", "700.4", "$0.15"]  # a measured vLLM card: no *
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "51.8", "634.4", "$0.17"]  # a measured vLLM card: no *
 
 
 def test_a_gpu_not_on_offer_shows_speed_and_no_price(built_site):
     assert "rtx-5090" not in SHOP.markets
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-5090")))
     assert table.price_per_gpu_hour is None
-    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 103.67, 1185.18, 0.1423, None, None)
+    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 84.14, 1009.09, 0.1518, None, None)
     for row in table.rows:
         assert_engine_figures(row, None)
         assert row.price_per_hour is None
     page = built_site / "en/gpus/rtx-5090/index.html"
     shown = table_rows(page)
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "103.7", "1,185.2"]
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "84.1", "1,009.1"]
     assert "The RTX 5090 is not on offer in this snapshot, so the table shows tokens per second and no price." in page.read_text()
     assert not any("$" in cell for row in shown for cell in row)
 
@@ -189,23 +189,23 @@ def picks(fmt: str, label: str):
         (
             "70B",
             "bf16",
-            ("bf16", 8, "b300", 36.8, 94.89, 1427.37, 0.0371, 108.0008, 7.1616),
-            ("bf16", 8, "rtx-3090", 1.52, 36.59, 319.09, 0.6271, 11.7921, 1.3232),
-            ("bf16", 8, "rtx-3090", 1.52, 36.59, 319.09, 0.6271, 11.7921, 1.3232),
+            ("bf16", 8, "b300", 36.8, 84.91, 1284.44, 0.0406, 120.6775, 7.9585),
+            ("bf16", 8, "rtx-3090", 1.52, 34.38, 332.83, 0.6476, 12.5431, 1.2686),
+            ("bf16", 8, "rtx-3090", 1.52, 34.38, 332.83, 0.6476, 12.5431, 1.2686),
         ),
         (
             "32B",
             "awq",  # one RTX 3090 holds one request, not 16: the busy pick is an L40S
-            ("awq", 1, "b300", 4.6, 131.7, 1697.31, 0.0544, 9.7621, 0.7528),  # eight cards' all-reduces cost more than they save
-            ("awq", 1, "rtx-3090", 0.19, 38.25, None, 1.3887, 1.4518, None),
-            ("awq", 1, "l40s", 0.44, 35.72, 405.0, 0.2984, 3.4545, 0.3018),
+            ("awq", 8, "b300", 36.8, 117.5, 1789.68, 0.0258, 87.178, 5.7118),
+            ("awq", 1, "rtx-3090", 0.19, 36.04, None, 1.7189, 1.5536, None),
+            ("awq", 1, "l40s", 0.44, 33.79, 379.53, 0.3657, 3.6581, 0.322),
         ),
         (
             "405B",
             "fp8",
-            ("fp8", 8, "b300", 36.8, 47.8, 710.29, 0.0894, 214.5706, 14.3916),
-            ("fp8", 2, "b300", 9.2, 20.31, 299.66, 0.2338, 126.2953, 8.5282),
-            ("fp8", 2, "b300", 9.2, 20.31, 299.66, 0.2338, 126.2953, 8.5282),
+            ("fp8", 8, "b300", 36.8, 45.09, 672.01, 0.095, 227.4634, 15.2114),
+            ("fp8", 2, "b300", 9.2, 21.76, 319.5, 0.2395, 117.9149, 7.9985),
+            ("fp8", 2, "b300", 9.2, 21.76, 319.5, 0.2395, 117.9149, 7.9985),
         ),
     ],
 )
@@ -228,9 +228,9 @@ def test_the_guide_page_shows_its_picks(built_site):
         " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td>(.*?)</td>", row[: row.index("</tr>")], re.S)
     ]
     assert cells == [
-        "8 × B300 · vLLM* 94.9 tokens/s $36.80 per hour $108.00 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 36.6 tokens/s $1.52 per hour $11.79 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 319.1 tokens/s $1.52 per hour $1.32 per million output tokens Rent on Arrakis",
+        "8 × B300 · vLLM* 84.9 tokens/s $36.80 per hour $120.68 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 34.4 tokens/s $1.52 per hour $12.54 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 332.8 tokens/s $1.52 per hour $1.27 per million output tokens Rent on Arrakis",
     ]
 
 
@@ -238,8 +238,8 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     """Each speed table quotes the error on measurements left out of the fit (vLLM's and llama.cpp's, the pages'
     engines), names the engines and versions, and says what the * of an unmeasured engine and GPU means."""
     sentence = (
-        "Estimates; on measurements left out of the fit, vLLM is off by 14.7% for one request (8 measurements), "
-        "17.4% under load (118), llama.cpp by 7.1% (121). See how speed is estimated. "
+        "Estimates; on measurements left out of the fit, vLLM is off by 11.2% for one request (8 measurements), "
+        "24.2% under load (118), llama.cpp by 7.1% (121). See how speed is estimated. "
         "Engines: vLLM 0.33.0 and llama.cpp 0c1e57098, those of the launch commands. "
         "*: no run of this engine on this GPU was measured."
     )
@@ -250,9 +250,9 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     method = " ".join(html.unescape(re.sub(r"<[^>]+>", "", (built_site / "en/methodology/index.html").read_text())).split())
     assert "Speed and cost per token" in method
     assert (
-        "vLLM: Single-request decode: 6 of 8 measurements within 25%, mean error 14.7%, worst 53.8%. "
-        "Throughput under load: 102 of 118 within 35%, mean error 17.4%, worst 100.5%. "
-        "SGLang: Single-request decode: 11 of 33 measurements within 25%, mean error 62.8%, worst 413.4%."
+        "vLLM: Single-request decode: 8 of 8 measurements within 25%, mean error 11.2%, worst 19.3%. "
+        "Throughput under load: 92 of 118 within 35%, mean error 24.2%, worst 135%. "
+        "SGLang: Single-request decode: 12 of 24 measurements within 25%, mean error 45.1%, worst 193.5%."
     ) in method
     assert "llama.cpp: Single-request decode: 119 of 121 measurements within 25%, mean error 7.1%, worst 46.3%." in method
     assert '<h2 id="speed"><a href="#speed">Speed and cost per token</a></h2>' in (built_site / "en/methodology/index.html").read_text()

@@ -428,6 +428,20 @@ def test_a_hybrid_s_mlp_only_layers_must_leave_attention_layers(root):
     assert (model.arch.state.mlp_layers, model.arch.attention_layers) == (15, 1)
 
 
+def test_an_expert_s_projections_and_a_layer_s_blocks_are_checked(root):
+    """Nemotron-H's ungated experts (projections: 2) and its one-mixer layers (blocks_per_layer: 1); nothing else."""
+    edit(
+        root / MODELS,
+        "intermediate: 6144\n    experts: {count: 128, active: 8, intermediate: 768}",
+        "intermediate: 6144\n    blocks_per_layer: 3\n    experts: {count: 128, active: 8, intermediate: 768, projections: 4}",
+    )
+    blocks, experts = line_of(root / MODELS, "blocks_per_layer: 3"), line_of(root / MODELS, "projections: 4")
+    assert problems(root) == [
+        f"catalogs/models.yaml:{blocks}: qwen3-30b-a3b: blocks_per_layer: expected 1 or 2, got 3",
+        f"catalogs/models.yaml:{experts}: qwen3-30b-a3b: experts.projections: expected 2 or 3, got 4",
+    ]
+
+
 def test_chunked_attention_names_its_local_layers(root):
     line = with_architecture(root, "    attention: {kind: chunked, window: 8192}\n", "kind: chunked")
     assert problems(root) == [

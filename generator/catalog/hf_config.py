@@ -121,7 +121,8 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
         active = embeddings + layers * (attention_params + norms) + active_mlp + hidden if experts else None
         if kind in MLA and experts is not None:
             mtp = _deepseek_mtp(f, attention_params + norms, experts, mlp - experts.dense_layers * 3 * hidden * intermediate, vocab, hidden)
-    arch = Architecture(layers, heads, kv_heads, head_dim, attention, hidden, vocab, tied, intermediate, experts, state)
+    blocks = 1 if kind in hf_hybrid.NEMOTRON_HYBRIDS else 2  # Nemotron-H: each layer one mixer (count_nemotron)
+    arch = Architecture(layers, heads, kv_heads, head_dim, attention, hidden, vocab, tied, intermediate, experts, state, blocks)
     context = f.count("max_position_embeddings", f.count("model_max_length", 4096))  # Kimi Linear gives the second only
     vision = TOWERS.get(kind, _vision)(config.get("vision_config"), hidden, limits)
     _within_params(params + vision, limits)

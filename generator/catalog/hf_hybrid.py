@@ -143,7 +143,8 @@ def count_nemotron(f: Fields, kind: str, hidden: int, layers: int, heads: int, k
         width, shared = f.count("moe_intermediate_size"), f.count("moe_shared_expert_intermediate_size")
         latent = f.count("moe_latent_size") if f.get("moe_latent_size") is not None else hidden  # experts in a latent width
         expert, fixed = 2 * latent * width, hidden * count + 2 * hidden * shared + (2 * hidden * latent if latent != hidden else 0)
-        experts = Experts(count, active, width, 1, layers - pattern.count("E"))  # the layers without routed experts
+        # the layers without routed experts; ungated experts (an up and a down projection) in the latent width
+        experts = Experts(count, active, width, 1, layers - pattern.count("E"), 2, latent if latent != hidden else 0)
     for item in pattern:
         if item == "E":
             counted.add(count * expert + fixed + hidden, active * expert + fixed + hidden)

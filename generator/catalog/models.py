@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import Any
 
 from gpumem.catalog.validate import (
@@ -29,9 +30,9 @@ from gpumem.records.catalog import KEPT_PARTS, LICENSE_KINDS, STATE_KINDS, Archi
 MAX_PARAMS_B = 100_000
 MODEL_FIELDS = (
     "id name family size_label params_b active_params_b layers hidden heads kv_heads head_dim native_context attention "
-    "vocab tied_embeddings intermediate experts state vision_params_b mtp_params_b release repos license source notes"
+    "vocab tied_embeddings intermediate blocks_per_layer experts state vision_params_b mtp_params_b release repos license source notes"
 ).split()
-EXPERT_FIELDS = ("count", "active", "intermediate", "shared", "dense_layers")
+EXPERT_FIELDS = ("count", "active", "intermediate", "shared", "dense_layers", "projections", "width")
 ATTENTION_FIELDS = {
     "full": ("kind", "global_kv_heads", "global_head_dim"),
     "sliding": ("kind", "window", "sliding_layers", "global_kv_heads", "global_head_dim"),
@@ -84,6 +85,7 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
             vocab=entry.get("vocab", at_most(positive_int, 10_000_000)),
             tied_embeddings=entry.get("tied_embeddings", boolean),
             intermediate=entry.get("intermediate", at_most(positive_int, 10_000_000)),
+            blocks_per_layer=entry.get("blocks_per_layer", _either(1, 2), required=False, default=2),
             experts=read_experts(entry, layers, active is not None),
             state=read_state(entry, layers),
         )
@@ -207,9 +209,22 @@ def read_experts(entry: Entry, layers: int | None, moe: bool) -> Experts | None:
     numbers = dict(
         intermediate=section.get("intermediate", at_most(positive_int, 10_000_000)),
         shared=section.get("shared", _whole_or_zero, required=False, default=0),
+        projections=section.get("projections", _either(2, 3), required=False, default=3),
+        width=section.get("width", _whole_or_zero, required=False, default=0),
     )
     entry.failed = entry.failed or section.failed
     return None if section.failed else Experts(count, active, dense_layers=dense, **numbers)
+
+
+def _either(first: int, second: int) -> Callable[[Any], int]:
+    """One of two whole numbers."""
+
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or value not in (first, second):
+            raise Invalid(f"expected {first} or {second}, got {describe(value)}")
+        return value
+
+    return check
 
 
 def _whole_or_zero(value: Any) -> int:

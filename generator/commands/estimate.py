@@ -474,9 +474,14 @@ def draft_entry(
         ("tied_embeddings", arch.tied_embeddings),
         ("intermediate", arch.intermediate),
     ]
+    if arch.blocks_per_layer != 2:
+        fields.append(("blocks_per_layer", arch.blocks_per_layer))
     if arch.experts:
-        experts = {"count": arch.experts.count, "active": arch.experts.active, "intermediate": arch.experts.intermediate}
-        experts.update({k: v for k, v in (("shared", arch.experts.shared), ("dense_layers", arch.experts.dense_layers)) if v})
+        e = arch.experts
+        experts = {"count": e.count, "active": e.active, "intermediate": e.intermediate}
+        gated = 0 if e.projections == 3 else e.projections  # a gated expert's three, models.yaml's default, left out
+        given = (("shared", e.shared), ("dense_layers", e.dense_layers), ("projections", gated), ("width", e.width))
+        experts.update({k: v for k, v in given if v})
         fields.append(("experts", experts))
     if arch.state:
         state = {"kind": arch.state.kind, "layers": arch.state.layers, **({"conv": arch.state.conv} if arch.state.conv else {})}

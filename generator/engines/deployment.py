@@ -37,7 +37,8 @@ def embedding_params(arch: Architecture) -> int:
 
 
 def expert_params(arch: Architecture, pad_to: int = 0) -> int:
-    """Routed experts' weights (gate, up and down projections), with the width a kernel pads them to."""
+    """Routed experts' weights (their projections: gate, up and down, or up and down), with the width a kernel pads
+    them to."""
     experts = arch.experts
     if experts is None:
         return 0
@@ -45,7 +46,7 @@ def expert_params(arch: Architecture, pad_to: int = 0) -> int:
     if pad_to:
         width = math.ceil(width / pad_to) * pad_to
     moe_layers = arch.layers - experts.dense_layers
-    return moe_layers * experts.count * 3 * arch.hidden * width
+    return moe_layers * experts.count * experts.projections * (experts.width or arch.hidden) * width
 
 
 def weights_bytes(model: Model, fmt: WeightFormat) -> float:

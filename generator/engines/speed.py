@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from gpumem.engines import gguf
 from gpumem.engines.deployment import batch_defaults, expert_params, kv_cache_bytes_per_gpu, weights_bytes
 from gpumem.records.catalog import Architecture, Gpu, Model
-from gpumem.records.engines import DeploymentRules, KvFormat, SpeedRules, WeightFormat
+from gpumem.records.engines import DeploymentRules, Efficiency, KvFormat, SpeedRules, WeightFormat
 
 SECONDS_PER_HOUR = 3600
 MILLION = 1e6
@@ -141,14 +141,26 @@ def attention_flops_per_token(arch: Architecture, context: float) -> float:
     return 4 * arch.layers * arch.heads * width * context
 
 
+def blocks(arch: Architecture) -> int:
+    """Residual blocks in all, one all-reduce each under tensor parallelism: two a layer (attention, or a state, then
+    the MLP), or one where every layer is a single mixer, as Nemotron-H's decoder layers are (one norm and one mixer
+    each: https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/nemotron_h.py#L278-L545)."""
+    return arch.layers * arch.blocks_per_layer
+
+
+def fixed_s(efficiency: Efficiency, arch: Architecture, quantized: bool) -> float:
+    """The engine's fixed time of one forward pass: its time per layer, counted in two-block layers."""
+    return blocks(arch) / 2 * efficiency.layer_overhead(quantized)
+
+
 def allreduce_s(rules: SpeedRules, model: Model, gpu: Gpu, gpus: int, tokens: int, runtime: str) -> float:
-    """Two all-reduces of the tokens' hidden states per layer (after attention and after the MLP), ring algorithm,
-    each with the engine's fixed cost on its path (a link or PCIe)."""
+    """One all-reduce of the tokens' hidden states per residual block (blocks), ring algorithm, each with the engine's
+    fixed cost on its path (a link or PCIe)."""
     if gpus == 1:
         return 0.0
     size = tokens * model.arch.hidden * rules.activation_bytes
     ring = 2 * (gpus - 1) / gpus * size / link_bytes_per_s(rules, gpu, gpus)
-    return 2 * model.arch.layers * (ring + rules.efficiency[runtime].allreduce(link_path(gpu, gpus)))
+    return blocks(model.arch) * (ring + rules.efficiency[runtime].allreduce(link_path(gpu, gpus)))
 
 
 def decode_step(
@@ -166,7 +178,7 @@ def decode_step(
         memory_s=read / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type)),
         compute_s=flops / (rate * efficiency.compute),
         link_s=link,
-        overhead_s=model.arch.layers * efficiency.layer_overhead(quantized_kernels(fmt)),
+        overhead_s=fixed_s(efficiency, model.arch, quantized_kernels(fmt)),
     )
 
 
@@ -203,9 +215,9 @@ def prefill_step(
     memory = times * weights_bytes(model, fmt) / split / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type))
     link = 0.0
     if runtime != "llama.cpp" and gpus > 1:  # the ring carries the prompt once; every pass pays the fixed cost
-        fixed = 2 * model.arch.layers * efficiency.allreduce(link_path(gpu, gpus))
+        fixed = blocks(model.arch) * efficiency.allreduce(link_path(gpu, gpus))
         link = allreduce_s(rules, model, gpu, gpus, prompt, runtime) + (times - 1) * fixed
-    overhead = times * model.arch.layers * efficiency.layer_overhead(quantized_kernels(fmt))
+    overhead = times * fixed_s(efficiency, model.arch, quantized_kernels(fmt))
     return Step(memory_s=memory, compute_s=compute, link_s=link, overhead_s=overhead)
 
 

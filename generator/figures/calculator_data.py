@@ -268,6 +268,8 @@ def model_row(m: Model, formats: Mapping[str, WeightFormat]) -> list:
         }
     if m.arch.experts:
         extra["experts"] = experts_data(m.arch.experts)
+    if m.arch.blocks_per_layer != 2:
+        extra["blocks"] = m.arch.blocks_per_layer
     if m.arch.state:
         extra["state"] = state_data(m.arch.state)
     if m.vision_params_b:
@@ -373,4 +375,6 @@ def experts_data(experts: Experts | None) -> dict | None:
         "intermediate": experts.intermediate,
         "shared": experts.shared,
         "denseLayers": experts.dense_layers,
+        **({"projections": experts.projections} if experts.projections != 3 else {}),  # Nemotron-H's ungated experts
+        **({"width": experts.width} if experts.width else {}),
     }

@@ -70,6 +70,8 @@ class Experts:
     intermediate: int
     shared: int = 0
     dense_layers: int = 0  # leading layers with a dense MLP instead (DeepSeek's first_k_dense_replace)
+    projections: int = 3  # matrices per expert: gate, up and down; 2 for an ungated one (Nemotron-H's squared ReLU)
+    width: int = 0  # the width an expert reads and writes: 0 for the hidden size, else a latent one (moe_latent_size)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ class Architecture:
     intermediate: int = 0
     experts: Experts | None = None
     state: State | None = None
+    blocks_per_layer: int = 2  # residual blocks: attention (or a state) then an MLP; 1 where a layer is one mixer (Nemotron-H)
 
     @property
     def attention_layers(self) -> int:

@@ -72,7 +72,8 @@
     var width = experts.intermediate;
     if (padTo) width = Math.ceil(width / padTo) * padTo;
     var moeLayers = arch.layers - experts.denseLayers;
-    return moeLayers * experts.count * data.counting.gatedMatrices * arch.hidden * width;
+    var matrices = experts.projections || data.counting.gatedMatrices;  // an ungated expert has 2 (Nemotron-H)
+    return moeLayers * experts.count * matrices * (experts.width || arch.hidden) * width;
   }
 
   // deployment.weights_bytes: the whole model's weights as a format stores them.
@@ -397,18 +398,19 @@
     }
     var preset = raw.model !== "custom" ? presetOf(data, raw.model) : null;
     var extra = preset ? { attention: preset.attention || FULL, vision: preset.vision || 0, experts: preset.experts || null,
-      state: preset.state || null } : (pasted && pasted.extra) || { attention: FULL, vision: 0, experts: null, state: null };
+      state: preset.state || null, blocks: preset.blocks || 2 } : (pasted && pasted.extra) || { attention: FULL, vision: 0, experts: null, state: null };
     // config.js: loaded whenever a paste or a link's extra= sets `pasted`
     var refused = !preset && pasted ? pasted.error || (values.layers && window.gpumemConfig.against(extra, values.layers)) : null;
     if (refused) errors.extra = ["extra", { problem: { error: refused } }];
     var experts = null;
     if (values.experts) {
+      var moe = extra.experts || {};
       experts = { count: values.experts, active: values.experts_active, intermediate: values.expert_width,
-        shared: extra.experts ? extra.experts.shared : 0, denseLayers: extra.experts ? extra.experts.denseLayers : 0 };
+        shared: moe.shared || 0, denseLayers: moe.denseLayers || 0, projections: moe.projections || 0, width: moe.width || 0 };
     }
     var arch = { layers: values.layers, heads: values.heads, kvHeads: values.kv_heads, headDim: values.head_dim,
       attention: extra.attention, hidden: values.hidden, vocab: values.vocab, tied: raw.tied === "1",
-      intermediate: values.intermediate, experts: experts, state: extra.state };
+      intermediate: values.intermediate, experts: experts, state: extra.state, blocksPerLayer: extra.blocks || 2 };
     if (serving && fmt && fmt.runtime === "vllm" && values.gpus && values.heads && values.kv_heads && !errors.kv_heads &&
         !validTensorParallel(arch, values.gpus)) {
       var counts = data.gpuCounts.filter(function (n) { return validTensorParallel(arch, n); });
@@ -490,6 +492,14 @@
     var found = {}, repos = preset.repos || {};
     Object.keys(repos).forEach(function (name) { var value = repos[name].slice(2)[which]; if (value) found[name] = value; });
     return found;
+  }
+
+  // A pasted model's experts as extra= carries them: what the fields cannot say (models.yaml's experts block).
+  function moeExtra(e) {
+    var moe = { shared: e.shared, denseLayers: e.denseLayers };
+    if (e.projections) moe.projections = e.projections;
+    if (e.width) moe.width = e.width;
+    return moe;
   }
 
   // A preset from its row (the page's own in the build's JSON, the others fetched): the fields data.modelFields names,
@@ -1140,8 +1150,9 @@
             field("model").value = "custom";
             archOf = null;
             field("weights").value = counted.release;
-            var experts = a.experts && { shared: a.experts.shared, denseLayers: a.experts.denseLayers };
+            var experts = a.experts && moeExtra(a.experts);
             pasted = { extra: { attention: a.attention, vision: counted.vision / 1e9, experts: experts, state: a.state } };
+            if (a.blocksPerLayer === 1) pasted.extra.blocks = 1;
           }
         }
       }

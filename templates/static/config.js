@@ -119,6 +119,7 @@
     }
     var arch = { layers: layers, heads: heads, kvHeads: kvHeads, headDim: headDim, attention: attention, hidden: hidden,
       vocab: vocab, tied: tied, intermediate: intermediate, experts: experts, state: state };
+    if (kind === "nemotron_h") arch.blocksPerLayer = 1;  // hf_config: each layer one mixer (speed.blocks)
     var context = f.count("max_position_embeddings", f.count("model_max_length", k.defaultContext));  // Kimi Linear: the second
     var tower = { qwen3_5: qwenVision, qwen3_5_moe: qwenVision, llama4: llama4Vision, gemma4: gemma4Vision };
     var vision = (has(tower, kind) ? tower[kind] : countVision)(data, get(config, "vision_config", null), hidden);
@@ -310,7 +311,9 @@
       expert = 2 * latent * width;
       fixed = hidden * count + 2 * hidden * shared + (latent !== hidden ? 2 * hidden * latent : 0);
       var routed = items.filter(function (item) { return item === "E"; }).length;
-      counted.experts = { count: count, active: active, intermediate: width, shared: 1, denseLayers: layers - routed };
+      // ungated experts (an up and a down projection), in the latent width when there is one
+      counted.experts = { count: count, active: active, intermediate: width, shared: 1, denseLayers: layers - routed, projections: 2 };
+      if (latent !== hidden) counted.experts.width = latent;
     }
     mixers["-"] = 2 * hidden * f.count("intermediate_size");  // read for every other layer, as the count reads it
     items.forEach(function (item) {
@@ -513,7 +516,8 @@
   // that cannot be honoured (bounded as a config.json's counts are); null without one.
   var EXTRA_LIMITS = { window: "max_context", slidingLayers: "max_layers", latent: "max_hidden", rank: "max_hidden", vDim: "max_head_dim", qLora: "max_hidden", fused: "max_layers",
     indexBytes: "max_hidden", globalKvHeads: "max_heads", globalHeadDim: "max_head_dim", shared: "max_experts", denseLayers: "max_layers", layers: "max_layers", conv: "max_state",
-    recurrent: "max_state", mlpLayers: "max_layers" };
+    recurrent: "max_state", mlpLayers: "max_layers", projections: "max_layers", width: "max_hidden" };
+  var PROJECTIONS = [0, 2, 3], BLOCKS = [1, 2];  // an expert's matrices (0: gated, 3), residual blocks a layer (models.yaml)
   var RECURRENT_BYTES = [0, 2, 4];  // the model's dtype, or 16 or 32 bits (models.yaml's state.recurrent_bytes)
 
   function quoted(list) { return list.map(function (item) { return JSON.stringify(item); }); }
@@ -547,7 +551,17 @@
     if (vision > most) throw ["configMax", { field: "vision", limit: most, value: shown(k, vision) }];
     var moe = x && fields(data, x, "experts.", EXTRA_LIMITS);
     var experts = moe && { shared: moe.count("shared", null, 0), denseLayers: moe.count("denseLayers", null, 0) };
-    return { attention: attention, vision: vision, experts: experts, state: s && checkedState(data, k, s) };
+    if (moe) {
+      var projections = moe.count("projections", 0, 0), width = moe.count("width", 0, 0);
+      if (PROJECTIONS.indexOf(projections) < 0) throw ["extraChoice", { field: "experts.projections", kinds: PROJECTIONS, value: shown(k, projections) }];
+      if (projections) experts.projections = projections;
+      if (width) experts.width = width;
+    }
+    var checked = { attention: attention, vision: vision, experts: experts, state: s && checkedState(data, k, s) };
+    var blocks = get(e, "blocks", 2);
+    if (BLOCKS.indexOf(blocks) < 0) throw ["extraChoice", { field: "blocks", kinds: BLOCKS, value: shown(k, blocks) }];
+    if (blocks === 1) checked.blocks = 1;
+    return checked;
   }
 
   // A link's state layers: a kind the engines know, their count, one layer's state elements and its recurrent bytes.

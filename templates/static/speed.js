@@ -56,11 +56,16 @@
     return link.kind === "pcie" || (link.kind === "nvlink-bridge" && gpus > link.gpus) ? "pcie" : "link";
   }
 
+  // speed.blocks: residual blocks, two a layer, one where a layer is a single mixer (Nemotron-H).
+  function blocks(arch) {
+    return arch.layers * (arch.blocksPerLayer || 2);
+  }
+
   function allreduceS(data, s, gpu, gpus, tokens, runtime) {
     if (gpus === 1) return 0;
     var size = tokens * s.arch.hidden * data.speed.activationBytes;
     var ring = 2 * (gpus - 1) / gpus * size / linkBytesPerS(data, gpu, gpus);
-    return 2 * s.arch.layers * (ring + data.speed.efficiency[runtime].allreduceS[linkPath(gpu, gpus)]);
+    return blocks(s.arch) * (ring + data.speed.efficiency[runtime].allreduceS[linkPath(gpu, gpus)]);
   }
 
   // Python's round(): half to even.
@@ -75,9 +80,11 @@
     return fmt.runtime === "llama.cpp" || data.speed.mixedPrecision.indexOf(s.weights) >= 0;
   }
 
-  // Efficiency.layer_overhead: the fixed time per layer, with the quantized kernels' own when they run.
+  // speed.fixed_s: the time per layer (Efficiency.layer_overhead, with the quantized kernels' own when they run),
+  // counted in two-block layers.
   function layerOverhead(data, s, fmt, efficiency) {
-    return efficiency.layerOverheadS + (quantizedKernels(data, s, fmt) ? efficiency.layerOverheadQuantizedS : 0);
+    var perLayer = efficiency.layerOverheadS + (quantizedKernels(data, s, fmt) ? efficiency.layerOverheadQuantizedS : 0);
+    return blocks(s.arch) / 2 * perLayer;
   }
 
   function decodeStep(data, s, fmt, kv, gpu, gpus, batch, context, runtime) {
@@ -89,7 +96,7 @@
     var rate = gpu.tflops[computePrecision(data, s.weights, gpu)] * 1e12;
     var link = runtime === "llama.cpp" ? 0 : allreduceS(data, s, gpu, gpus, batch, runtime);
     var step = { memory: read / (gpu.bandwidth * 1e12 * bandwidthShare(efficiency, gpu)), compute: flops / (rate * efficiency.compute),
-      link: link, overhead: s.arch.layers * layerOverhead(data, s, fmt, efficiency) };
+      link: link, overhead: layerOverhead(data, s, fmt, efficiency) };
     step.seconds = Math.max(step.memory, step.compute) + step.link + step.overhead;
     return step;
   }
@@ -114,9 +121,9 @@
     var link = 0;
     if (runtime !== "llama.cpp" && gpus > 1) {
       link = allreduceS(data, s, gpu, gpus, prompt, runtime)
-        + (passes - 1) * 2 * s.arch.layers * efficiency.allreduceS[linkPath(gpu, gpus)];
+        + (passes - 1) * blocks(s.arch) * efficiency.allreduceS[linkPath(gpu, gpus)];
     }
-    return Math.max(compute, read) + link + passes * s.arch.layers * layerOverhead(data, s, fmt, efficiency);
+    return Math.max(compute, read) + link + passes * layerOverhead(data, s, fmt, efficiency);
   }
 
   function perMillion(data, price, tokensPerS) {

@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from gpumem.engines.speed import Load, decode_step, link_path, passes, prefill_chunk, prefill_step, quantized_kernels
+from gpumem.engines.speed import Load, blocks, decode_step, link_path, passes, prefill_chunk, prefill_step, quantized_kernels
 from gpumem.records.engines import Efficiency
 
 from .speed_table import BOUNDS, CHECKS, ENGINES, catalog, models, points
@@ -57,8 +57,8 @@ class Terms:
     moe: bool
     quantized: bool  # multiplied in the engine's quantized kernels (engines/speed.quantized_kernels)
     path: str
-    allreduces: int  # all-reduces per forward pass (two per layer on several GPUs, none for llama.cpp)
-    layers: int
+    allreduces: int  # all-reduces per forward pass (one per residual block on several GPUs, none for llama.cpp)
+    blocks: int  # residual blocks (engines/speed.blocks): the time per layer counts two
     passes: int  # the prompt's forward passes (chunked prefill): each pays the fixed costs
     load: Load
     decode_memory: float
@@ -103,8 +103,8 @@ def terms() -> list[Terms]:
                 moe=model.is_moe,
                 quantized=quantized_kernels(fmt),
                 path=link_path(gpu, gpus),
-                allreduces=0 if engine == "llama.cpp" or gpus == 1 else 2 * model.arch.layers,
-                layers=model.arch.layers,
+                allreduces=0 if engine == "llama.cpp" or gpus == 1 else blocks(model.arch),
+                blocks=blocks(model.arch),
                 passes=passes(load.prompt_tokens, chunk),
                 load=load,
                 decode_memory=step.memory_s,
@@ -123,7 +123,7 @@ def predict(t: Terms, e: Efficiency) -> float:
     divided by the factors, written out here because the fit runs it millions of times (building speed()'s
     records for each would make the fit four times slower)."""
     bandwidth = e.bandwidth_hbm if t.hbm else e.bandwidth_gddr
-    fixed = t.allreduces * e.allreduce(t.path) + t.layers * e.layer_overhead(t.quantized)
+    fixed = t.allreduces * e.allreduce(t.path) + t.blocks / 2 * e.layer_overhead(t.quantized)
     step = max(t.decode_memory / bandwidth, t.decode_compute / e.compute) + t.decode_ring + fixed
     rate = e.prefill_share(t.moe, t.quantized)
     prompt, output, requests = t.load.prompt_tokens, t.load.output_tokens, t.load.concurrency
