@@ -31,7 +31,7 @@ def test_the_points_cover_what_issue_24_asks():
         assert point["url"].startswith("https://") and point["quote"].strip(), point["id"]
     enforced = [p for p in listed if p["check"] in BOUNDS and not p.get("excluded")]
     gpus = {p["gpu"] for p in enforced}
-    assert len(enforced) == 381
+    assert len(enforced) == 486
     assert len(gpus) == 16
     assert {"rtx-3090", "rtx-4090", "rtx-5090", "l40s"} <= gpus  # PCIe cards
     assert {"b200", "b300", "mi300x", "mi355x"} <= gpus  # Blackwell and AMD

@@ -87,12 +87,12 @@ def test_the_pages_load_is_stated_in_rules_yaml():
 def test_model_page_rows_for_llama_3_1_70b():
     table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
     assert [numbers(row) for row in table.rows] == [
-        ("bf16", 8, "rtx-3090", 1.52, 34.38, 332.83, 0.6476, 12.5431, 1.2686),
-        ("fp8", 4, "rtx-3090", 0.76, 33.64, None, 1.0939, 6.5006, None),
-        ("awq", 1, "l40s", 0.44, 17.86, None, 0.7807, 6.9338, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
+        ("bf16", 8, "rtx-3090", 1.52, 35.25, 265.61, 0.6134, 12.2249, 1.5896),
+        ("fp8", 4, "rtx-3090", 0.76, 34.47, None, 1.027, 6.3346, None),
+        ("awq", 1, "l40s", 0.44, 17.78, None, 0.8088, 6.9665, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
         ("q4_k_m", 2, "rtx-3090", 0.38, 17.4, None, 2.98, 6.3761, None),  # 39.59 GiB of GGUF tensors: two 24 GB cards
-        ("bf16", 8, "l40s", 3.52, 32.52, 421.92, 0.2746, 30.3026, 2.3174),
-        ("bf16", 2, "b300", 9.2, 50.08, 736.85, 0.0908, 51.2122, 3.4682),
+        ("bf16", 8, "l40s", 3.52, 33.3, 431.41, 0.2667, 29.5917, 2.2665),
+        ("bf16", 2, "b300", 9.2, 51.59, 759.73, 0.0853, 49.7088, 3.3638),
     ]
     for row in table.rows:
         assert_engine_figures(row, row.configuration.price_per_hour)
@@ -102,7 +102,7 @@ def test_model_page_rows_for_llama_3_1_70b():
 
 def test_the_cheapest_per_token_is_marked_in_words(built_site):
     table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
-    assert numbers(table.cheapest_one)[:3] == ("q4_k_m", 2, "rtx-3090")
+    assert numbers(table.cheapest_one)[:3] == ("fp8", 4, "rtx-3090")
     assert numbers(table.cheapest_busy)[:3] == ("bf16", 8, "rtx-3090")
     costs = [row.one.usd_per_million_output_tokens for row in table.rows]
     assert table.cheapest_one.one.usd_per_million_output_tokens == min(costs)
@@ -116,23 +116,23 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "Per million output tokens, one request",
         "Per million output tokens, 16 requests",
     ]
-    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "34.4", "332.8", "0.65 s", "$1.52", "$12.54", "$1.27 cheapest"]
+    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "35.3", "265.6", "0.61 s", "$1.52", "$12.22", "$1.59 cheapest"]
     assert shown[2] == [
         "4 × RTX 3090, FP8 · vLLM* Rent on Arrakis",
-        "33.6",
+        "34.5",
         "does not hold them",
-        "1.09 s",
+        "1.03 s",
         "$0.76",
-        "$6.50",
+        "$6.33 cheapest",
         "does not hold them",
     ]
     assert shown[3] == [
         "1 × L40S, AWQ 4-bit · vLLM* Rent on Arrakis",
-        "17.9",
+        "17.8",
         "does not hold them",
-        "0.78 s",
+        "0.81 s",
         "$0.44",
-        "$6.93",
+        "$6.97",
         "does not hold them",
     ]
     assert shown[4] == [
@@ -141,7 +141,7 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "does not hold them",
         "2.98 s",
         "$0.38",
-        "$6.38 cheapest",
+        "$6.38",
         "does not hold them",
     ]
     assert sum("cheapest" in cell for row in shown[1:] for cell in row) == 2
@@ -153,27 +153,27 @@ def test_gpu_page_rows_for_the_rtx_4090(built_site):
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-4090")))
     assert table.price_per_gpu_hour == 0.38
     first = table.rows[0]
-    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 51.78, 634.4, 0.1961, 2.0572, 0.1664)
+    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 51.02, 631.97, 0.1844, 2.0864, 0.167)
     assert first.model.id == "llama-3.1-8b"
     for row in table.rows:
         assert_engine_figures(row, 0.38)
     shown = table_rows(built_site / "en/gpus/rtx-4090/index.html")
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests", "Per million output tokens, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "51.8", "634.4", "$0.17"]  # a measured vLLM card: no *
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "51", "632", "$0.17"]  # a measured vLLM card: no *
 
 
 def test_a_gpu_not_on_offer_shows_speed_and_no_price(built_site):
     assert "rtx-5090" not in SHOP.markets
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-5090")))
     assert table.price_per_gpu_hour is None
-    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 84.14, 1009.09, 0.1518, None, None)
+    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 82.15, 953.73, 0.1427, None, None)
     for row in table.rows:
         assert_engine_figures(row, None)
         assert row.price_per_hour is None
     page = built_site / "en/gpus/rtx-5090/index.html"
     shown = table_rows(page)
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "84.1", "1,009.1"]
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "82.1", "953.7"]
     assert "The RTX 5090 is not on offer in this snapshot, so the table shows tokens per second and no price." in page.read_text()
     assert not any("$" in cell for row in shown for cell in row)
 
@@ -189,23 +189,23 @@ def picks(fmt: str, label: str):
         (
             "70B",
             "bf16",
-            ("bf16", 8, "b300", 36.8, 84.91, 1284.44, 0.0406, 120.6775, 7.9585),
-            ("bf16", 8, "rtx-3090", 1.52, 34.38, 332.83, 0.6476, 12.5431, 1.2686),
-            ("bf16", 8, "rtx-3090", 1.52, 34.38, 332.83, 0.6476, 12.5431, 1.2686),
+            ("bf16", 8, "b300", 36.8, 90.17, 1362.32, 0.0382, 113.6486, 7.5035),
+            ("bf16", 8, "rtx-3090", 1.52, 35.25, 265.61, 0.6134, 12.2249, 1.5896),
+            ("bf16", 8, "rtx-3090", 1.52, 35.25, 265.61, 0.6134, 12.2249, 1.5896),
         ),
         (
             "32B",
             "awq",  # one RTX 3090 holds one request, not 16: the busy pick is an L40S
-            ("awq", 8, "b300", 36.8, 117.5, 1789.68, 0.0258, 87.178, 5.7118),
-            ("awq", 1, "rtx-3090", 0.19, 36.04, None, 1.7189, 1.5536, None),
-            ("awq", 1, "l40s", 0.44, 33.79, 379.53, 0.3657, 3.6581, 0.322),
+            ("awq", 8, "b300", 36.8, 132.35, 1984.91, 0.0242, 77.4061, 5.15),
+            ("awq", 1, "rtx-3090", 0.19, 35.79, None, 1.7841, 1.5672, None),
+            ("awq", 1, "l40s", 0.44, 33.57, 375.97, 0.3788, 3.6831, 0.3251),
         ),
         (
             "405B",
             "fp8",
-            ("fp8", 8, "b300", 36.8, 45.09, 672.01, 0.095, 227.4634, 15.2114),
-            ("fp8", 2, "b300", 9.2, 21.76, 319.5, 0.2395, 117.9149, 7.9985),
-            ("fp8", 2, "b300", 9.2, 21.76, 319.5, 0.2395, 117.9149, 7.9985),
+            ("fp8", 8, "b300", 36.8, 47.29, 704.5, 0.0899, 216.8419, 14.5099),
+            ("fp8", 2, "b300", 9.2, 22.12, 325.59, 0.2257, 115.9961, 7.8491),
+            ("fp8", 2, "b300", 9.2, 22.12, 325.59, 0.2257, 115.9961, 7.8491),
         ),
     ],
 )
@@ -228,9 +228,9 @@ def test_the_guide_page_shows_its_picks(built_site):
         " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td>(.*?)</td>", row[: row.index("</tr>")], re.S)
     ]
     assert cells == [
-        "8 × B300 · vLLM* 84.9 tokens/s $36.80 per hour $120.68 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 34.4 tokens/s $1.52 per hour $12.54 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 332.8 tokens/s $1.52 per hour $1.27 per million output tokens Rent on Arrakis",
+        "8 × B300 · vLLM* 90.2 tokens/s $36.80 per hour $113.65 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 35.3 tokens/s $1.52 per hour $12.22 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 265.6 tokens/s $1.52 per hour $1.59 per million output tokens Rent on Arrakis",
     ]
 
 
@@ -238,8 +238,8 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     """Each speed table quotes the error on measurements left out of the fit (vLLM's and llama.cpp's, the pages'
     engines), names the engines and versions, and says what the * of an unmeasured engine and GPU means."""
     sentence = (
-        "Estimates; on measurements left out of the fit, vLLM is off by 11.2% for one request (8 measurements), "
-        "24.2% under load (118), llama.cpp by 7.1% (121). See how speed is estimated. "
+        "Estimates; on measurements left out of the fit, vLLM is off by 17.6% for one request (9 measurements), "
+        "19.9% under load (222), llama.cpp by 7.1% (121). See how speed is estimated. "
         "Engines: vLLM 0.33.0 and llama.cpp 0c1e57098, those of the launch commands. "
         "*: no run of this engine on this GPU was measured."
     )
@@ -250,9 +250,9 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     method = " ".join(html.unescape(re.sub(r"<[^>]+>", "", (built_site / "en/methodology/index.html").read_text())).split())
     assert "Speed and cost per token" in method
     assert (
-        "vLLM: Single-request decode: 8 of 8 measurements within 25%, mean error 11.2%, worst 19.3%. "
-        "Throughput under load: 92 of 118 within 35%, mean error 24.2%, worst 135%. "
-        "SGLang: Single-request decode: 12 of 24 measurements within 25%, mean error 45.1%, worst 193.5%."
+        "vLLM: Single-request decode: 8 of 9 measurements within 25%, mean error 17.6%, worst 72.8%. "
+        "Throughput under load: 198 of 222 within 35%, mean error 19.9%, worst 130.3%. "
+        "SGLang: Single-request decode: 12 of 24 measurements within 25%, mean error 44.9%, worst 193.5%."
     ) in method
     assert "llama.cpp: Single-request decode: 119 of 121 measurements within 25%, mean error 7.1%, worst 46.3%." in method
     assert '<h2 id="speed"><a href="#speed">Speed and cost per token</a></h2>' in (built_site / "en/methodology/index.html").read_text()

@@ -25,6 +25,7 @@ Usage: .venv/bin/python -m tests.measurements.fit_speed   (prints the factors an
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
@@ -33,6 +34,7 @@ from gpumem.records.engines import Efficiency
 
 from .speed_table import BOUNDS, CHECKS, ENGINES, catalog, models, points
 
+GITHUB_COMMIT = re.compile(r"/blob/[0-9a-f]{7,40}/")
 SERVING = ENGINES[:3]  # the batched serving engines; llama.cpp is the fourth
 MIN_POINTS = 3
 TIED = {"llama.cpp": {"compute": "prefill_quantized", "prefill_moe": "prefill_quantized"}}
@@ -70,8 +72,9 @@ class Terms:
 
 
 def source_of(point: dict) -> str:
-    """A point's source: its URL without the fragment (one file, page or thread)."""
-    return str(point["url"]).split("#")[0]
+    """A point's source: its URL without the fragment and without the commit of a GitHub file (one file, page or
+    thread, whatever its version: a page's tables at three releases are one source)."""
+    return GITHUB_COMMIT.sub("/blob/", str(point["url"]).split("#")[0])
 
 
 def terms() -> list[Terms]:
