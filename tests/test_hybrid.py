@@ -293,7 +293,8 @@ def test_unpaged_a_hybrid_s_cache_is_its_tokens_and_its_state_as_a_decode_step_r
 def test_nemotron_h_s_experts_are_ungated_and_each_of_its_layers_is_one_block():
     """Nemotron-H's experts are an up and a down projection (squared ReLU), Nemotron 3 Super's in a 1,024-wide latent:
     counted as gated experts of the hidden width they outweighed the whole model, so a decode step read less than
-    nothing. Each of its layers is one mixer, so tensor parallelism all-reduces once a layer, not twice."""
+    nothing. Each of its layers is one mixer, so tensor parallelism all-reduces once a layer, not twice; only its
+    attention layers attend over the context."""
     config = json.loads((CONFIGS / "nemotron-3-nano-30b-a3b-bf16.json").read_text())
     nano, large = model_from_config(config, LIMITS, "nano", "Nano", "test"), counted("nemotron-3-super-120b-a12b-fp8").arch
     assert (nano.arch.experts.projections, nano.arch.experts.width, nano.arch.blocks_per_layer) == (2, 0, 1)
@@ -308,3 +309,4 @@ def test_nemotron_h_s_experts_are_ungated_and_each_of_its_layers_is_one_block():
     ring = 2 * (2 - 1) / 2 * 2688 * rules.activation_bytes / (h100.link.gb_s * 1e9 / 2)
     assert (speed.blocks(nano.arch), step.link_s) == (52, pytest.approx(52 * (ring + rules.efficiency["vllm"].allreduce_link_s), rel=1e-12))
     assert step.overhead_s == pytest.approx(26 * rules.efficiency["vllm"].layer_overhead_s, rel=1e-12)
+    assert speed.attention_flops_per_token(nano.arch, 1000) == 4 * 32 * 128 * 6 * 1000  # its 6 attention layers alone

@@ -15,12 +15,12 @@ def test_one_configuration_gives_the_issue_fields():
         {
             "gpu": "h100-sxm",
             "count": 1,
-            "decode_tokens_per_s_per_request": 115.074,
-            "aggregate_tokens_per_s": 114.682,
-            "ttft_s": 0.038391,
+            "decode_tokens_per_s_per_request": 116.359,
+            "aggregate_tokens_per_s": 115.966,
+            "ttft_s": 0.037733,
             "price_per_hour": 2.07,
-            "usd_per_million_output_tokens": 5.013882,
-            "usd_per_million_input_tokens": 0.017078,
+            "usd_per_million_output_tokens": 4.958358,
+            "usd_per_million_input_tokens": 0.016755,
         }
     ]
 

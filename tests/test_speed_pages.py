@@ -87,12 +87,12 @@ def test_the_pages_load_is_stated_in_rules_yaml():
 def test_model_page_rows_for_llama_3_1_70b():
     table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
     assert [numbers(row) for row in table.rows] == [
-        ("bf16", 8, "rtx-3090", 1.52, 35.25, 265.61, 0.6134, 12.2249, 1.5896),
-        ("fp8", 4, "rtx-3090", 0.76, 34.47, None, 1.027, 6.3346, None),
-        ("awq", 1, "l40s", 0.44, 17.78, None, 0.8088, 6.9665, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
+        ("bf16", 8, "rtx-3090", 1.52, 35.15, 282.98, 0.6061, 12.2556, 1.492),
+        ("fp8", 4, "rtx-3090", 0.76, 34.38, None, 1.0122, 6.3484, None),
+        ("awq", 1, "l40s", 0.44, 17.8, None, 0.8086, 6.9568, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
         ("q4_k_m", 2, "rtx-3090", 0.38, 17.4, None, 2.98, 6.3761, None),  # 39.59 GiB of GGUF tensors: two 24 GB cards
-        ("bf16", 8, "l40s", 3.52, 33.3, 431.41, 0.2667, 29.5917, 2.2665),
-        ("bf16", 2, "b300", 9.2, 51.59, 759.73, 0.0853, 49.7088, 3.3638),
+        ("bf16", 8, "l40s", 3.52, 33.21, 430.74, 0.2654, 29.6685, 2.27),
+        ("bf16", 2, "b300", 9.2, 51.37, 757.35, 0.0845, 49.911, 3.3743),
     ]
     for row in table.rows:
         assert_engine_figures(row, row.configuration.price_per_hour)
@@ -116,14 +116,14 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "Per million output tokens, one request",
         "Per million output tokens, 16 requests",
     ]
-    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "35.3", "265.6", "0.61 s", "$1.52", "$12.22", "$1.59 cheapest"]
+    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "35.2", "283", "0.61 s", "$1.52", "$12.26", "$1.49 cheapest"]
     assert shown[2] == [
         "4 × RTX 3090, FP8 · vLLM* Rent on Arrakis",
-        "34.5",
+        "34.4",
         "does not hold them",
-        "1.03 s",
+        "1.01 s",
         "$0.76",
-        "$6.33 cheapest",
+        "$6.35 cheapest",
         "does not hold them",
     ]
     assert shown[3] == [
@@ -132,7 +132,7 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "does not hold them",
         "0.81 s",
         "$0.44",
-        "$6.97",
+        "$6.96",
         "does not hold them",
     ]
     assert shown[4] == [
@@ -153,27 +153,27 @@ def test_gpu_page_rows_for_the_rtx_4090(built_site):
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-4090")))
     assert table.price_per_gpu_hour == 0.38
     first = table.rows[0]
-    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 51.02, 631.97, 0.1844, 2.0864, 0.167)
+    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 51.27, 635.54, 0.1814, 2.0759, 0.1661)
     assert first.model.id == "llama-3.1-8b"
     for row in table.rows:
         assert_engine_figures(row, 0.38)
     shown = table_rows(built_site / "en/gpus/rtx-4090/index.html")
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests", "Per million output tokens, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "51", "632", "$0.17"]  # a measured vLLM card: no *
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "51.3", "635.5", "$0.17"]  # a measured vLLM card: no *
 
 
 def test_a_gpu_not_on_offer_shows_speed_and_no_price(built_site):
     assert "rtx-5090" not in SHOP.markets
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-5090")))
     assert table.price_per_gpu_hour is None
-    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 82.15, 953.73, 0.1427, None, None)
+    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 82.8, 1008.75, 0.1403, None, None)
     for row in table.rows:
         assert_engine_figures(row, None)
         assert row.price_per_hour is None
     page = built_site / "en/gpus/rtx-5090/index.html"
     shown = table_rows(page)
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "82.1", "953.7"]
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "82.8", "1,008.7"]
     assert "The RTX 5090 is not on offer in this snapshot, so the table shows tokens per second and no price." in page.read_text()
     assert not any("$" in cell for row in shown for cell in row)
 
@@ -189,23 +189,23 @@ def picks(fmt: str, label: str):
         (
             "70B",
             "bf16",
-            ("bf16", 8, "b300", 36.8, 90.17, 1362.32, 0.0382, 113.6486, 7.5035),
-            ("bf16", 8, "rtx-3090", 1.52, 35.25, 265.61, 0.6134, 12.2249, 1.5896),
-            ("bf16", 8, "rtx-3090", 1.52, 35.25, 265.61, 0.6134, 12.2249, 1.5896),
+            ("bf16", 8, "b300", 36.8, 89.52, 1353.39, 0.0381, 114.4648, 7.553),
+            ("bf16", 8, "rtx-3090", 1.52, 35.15, 282.98, 0.6061, 12.2556, 1.492),
+            ("bf16", 8, "rtx-3090", 1.52, 35.15, 282.98, 0.6061, 12.2556, 1.492),
         ),
         (
             "32B",
             "awq",  # one RTX 3090 holds one request, not 16: the busy pick is an L40S
-            ("awq", 8, "b300", 36.8, 132.35, 1984.91, 0.0242, 77.4061, 5.15),
-            ("awq", 1, "rtx-3090", 0.19, 35.79, None, 1.7841, 1.5672, None),
-            ("awq", 1, "l40s", 0.44, 33.57, 375.97, 0.3788, 3.6831, 0.3251),
+            ("awq", 8, "b300", 36.8, 129.07, 1950.6, 0.0246, 79.3707, 5.2406),
+            ("awq", 1, "rtx-3090", 0.19, 35.88, None, 1.784, 1.5638, None),
+            ("awq", 1, "l40s", 0.44, 33.65, 376.55, 0.3787, 3.6753, 0.3246),
         ),
         (
             "405B",
             "fp8",
-            ("fp8", 8, "b300", 36.8, 47.29, 704.5, 0.0899, 216.8419, 14.5099),
-            ("fp8", 2, "b300", 9.2, 22.12, 325.59, 0.2257, 115.9961, 7.8491),
-            ("fp8", 2, "b300", 9.2, 22.12, 325.59, 0.2257, 115.9961, 7.8491),
+            ("fp8", 8, "b300", 36.8, 47.01, 700.89, 0.0894, 218.1242, 14.5847),
+            ("fp8", 2, "b300", 9.2, 22.06, 325.03, 0.2232, 116.3115, 7.8625),
+            ("fp8", 2, "b300", 9.2, 22.06, 325.03, 0.2232, 116.3115, 7.8625),
         ),
     ],
 )
@@ -228,9 +228,9 @@ def test_the_guide_page_shows_its_picks(built_site):
         " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td>(.*?)</td>", row[: row.index("</tr>")], re.S)
     ]
     assert cells == [
-        "8 × B300 · vLLM* 90.2 tokens/s $36.80 per hour $113.65 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 35.3 tokens/s $1.52 per hour $12.22 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 265.6 tokens/s $1.52 per hour $1.59 per million output tokens Rent on Arrakis",
+        "8 × B300 · vLLM* 89.5 tokens/s $36.80 per hour $114.46 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 35.2 tokens/s $1.52 per hour $12.26 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 283 tokens/s $1.52 per hour $1.49 per million output tokens Rent on Arrakis",
     ]
 
 
@@ -238,8 +238,8 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     """Each speed table quotes the error on measurements left out of the fit (vLLM's and llama.cpp's, the pages'
     engines), names the engines and versions, and says what the * of an unmeasured engine and GPU means."""
     sentence = (
-        "Estimates; on measurements left out of the fit, vLLM is off by 17.6% for one request (9 measurements), "
-        "19.9% under load (222), llama.cpp by 7.1% (121). See how speed is estimated. "
+        "Estimates; on measurements left out of the fit, vLLM is off by 18.1% for one request (9 measurements), "
+        "20.8% under load (222), llama.cpp by 7.1% (121). See how speed is estimated. "
         "Engines: vLLM 0.33.0 and llama.cpp 0c1e57098, those of the launch commands. "
         "*: no run of this engine on this GPU was measured."
     )
@@ -250,9 +250,9 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     method = " ".join(html.unescape(re.sub(r"<[^>]+>", "", (built_site / "en/methodology/index.html").read_text())).split())
     assert "Speed and cost per token" in method
     assert (
-        "vLLM: Single-request decode: 8 of 9 measurements within 25%, mean error 17.6%, worst 72.8%. "
-        "Throughput under load: 198 of 222 within 35%, mean error 19.9%, worst 130.3%. "
-        "SGLang: Single-request decode: 12 of 24 measurements within 25%, mean error 44.9%, worst 193.5%."
+        "vLLM: Single-request decode: 8 of 9 measurements within 25%, mean error 18.1%, worst 72.8%. "
+        "Throughput under load: 193 of 222 within 35%, mean error 20.8%, worst 134.4%. "
+        "SGLang: Single-request decode: 12 of 24 measurements within 25%, mean error 44.9%, worst 194.9%."
     ) in method
     assert "llama.cpp: Single-request decode: 119 of 121 measurements within 25%, mean error 7.1%, worst 46.3%." in method
     assert '<h2 id="speed"><a href="#speed">Speed and cost per token</a></h2>' in (built_site / "en/methodology/index.html").read_text()

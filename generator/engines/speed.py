@@ -136,9 +136,13 @@ def matmul_flops_per_token(model: Model) -> float:
 
 
 def attention_flops_per_token(arch: Architecture, context: float) -> float:
-    """Scores and weighted sum over `context` cached tokens in every layer (MLA attends over its latent)."""
+    """Scores and weighted sum over the cached tokens in each attention layer (MLA attends over its latent): `context`
+    of them in a full layer, at most its window in a sliding or chunked one; a hybrid's state layers and MLP-only
+    blocks attend over nothing."""
     width = arch.attention.kv_lora_rank if arch.attention.kind == "mla" else arch.head_dim
-    return 4 * arch.layers * arch.heads * width * context
+    local = arch.attention.sliding_layers if arch.attention.windowed else 0
+    seen = (arch.attention_layers - local) * context + local * min(context, arch.attention.window)
+    return 4 * arch.heads * width * seen
 
 
 def blocks(arch: Architecture) -> int:

@@ -45,9 +45,14 @@
     return 2 * (active * 1e9 - lookup);
   }
 
+  // speed.attention_flops_per_token: full layers attend over the context, windowed ones over at most their window,
+  // a hybrid's state layers and MLP-only blocks over nothing.
   function attentionFlopsPerToken(arch, context) {
-    var width = arch.attention.kind === "mla" ? arch.attention.rank : arch.headDim;
-    return 4 * arch.layers * arch.heads * width * context;
+    var a = arch.attention, width = a.kind === "mla" ? a.rank : arch.headDim;
+    var local = (a.kind === "sliding" || a.kind === "chunked") && a.slidingLayers > 0 ? a.slidingLayers : 0;
+    var attending = arch.layers - (arch.state ? arch.state.layers + (arch.state.mlpLayers || 0) : 0);
+    var windowed = local ? local * Math.min(context, a.window) : 0;
+    return 4 * arch.heads * width * ((attending - local) * context + windowed);
   }
 
   // speed.py's link_path: "pcie" for PCIe cards and a bridge joining fewer cards than used, else "link".
