@@ -93,9 +93,10 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
         raise Invalid(f"num_key_value_heads: {kv_heads:,} does not divide num_attention_heads ({heads:,})")
     tied = switch(config, "tie_word_embeddings", kind in FOUR_NORMS)
     embeddings = vocab * hidden * (1 if tied else 2)
-    state, mtp = None, 0
+    state, mtp, blocks = None, 0, 2
     if kind in COUNTERS:
         layered, attention, state, experts, head_dim = COUNTERS[kind](f, kind, hidden, layers, heads, kv_heads)
+        blocks = layered.blocks_per_layer
         params = embeddings + layered.params + hidden
         active = embeddings + layered.active + hidden if experts else None
         intermediate = f.count("intermediate_size", experts.intermediate if experts else None)
@@ -121,7 +122,6 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
         active = embeddings + layers * (attention_params + norms) + active_mlp + hidden if experts else None
         if kind in MLA and experts is not None:
             mtp = _deepseek_mtp(f, attention_params + norms, experts, mlp - experts.dense_layers * 3 * hidden * intermediate, vocab, hidden)
-    blocks = 1 if kind in hf_hybrid.NEMOTRON_HYBRIDS else 2  # Nemotron-H: each layer one mixer (count_nemotron)
     arch = Architecture(layers, heads, kv_heads, head_dim, attention, hidden, vocab, tied, intermediate, experts, state, blocks)
     context = f.count("max_position_embeddings", f.count("model_max_length", 4096))  # Kimi Linear gives the second only
     vision = TOWERS.get(kind, _vision)(config.get("vision_config"), hidden, limits)

@@ -35,6 +35,7 @@ class Layers:
     def __init__(self) -> None:
         self.params = 0
         self.active = 0
+        self.blocks_per_layer = 2  # Architecture.blocks_per_layer: 1 where each layer is one mixer (Nemotron-H)
 
     def add(self, params: int, active: int | None = None) -> None:
         self.params += params
@@ -135,6 +136,7 @@ def count_nemotron(f: Fields, kind: str, hidden: int, layers: int, heads: int, k
     mamba = hidden * (inner + conv + mamba_heads) + conv * kernel + conv_bias + 3 * mamba_heads + inner + inner * hidden
     attention = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
     counted = Layers()
+    counted.blocks_per_layer = 1  # each layer one norm and one mixer
     experts = None
     if "E" in pattern:
         count, active = f.count("n_routed_experts"), f.count("num_experts_per_tok")

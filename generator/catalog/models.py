@@ -216,13 +216,14 @@ def read_experts(entry: Entry, layers: int | None, moe: bool) -> Experts | None:
     return None if section.failed else Experts(count, active, dense_layers=dense, **numbers)
 
 
-def _either(first: int, second: int) -> Callable[[Any], int]:
-    """One of two whole numbers."""
+def _either(first: int, second: int, meanings: tuple[str, str] = ("", "")) -> Callable[[Any], int]:
+    """One of two whole numbers, each named with its meaning when it has one."""
+    named = [f"{n} ({meaning})" if meaning else str(n) for n, meaning in zip((first, second), meanings, strict=True)]
 
     def check(value: Any) -> int:
         if isinstance(value, bool) or value not in (first, second):
-            raise Invalid(f"expected {first} or {second}, got {describe(value)}")
-        return value
+            raise Invalid(f"expected {named[0]} or {named[1]}, got {describe(value)}")
+        return int(value)
 
     return check
 
@@ -254,12 +255,6 @@ def read_attention(entry: Entry, layers: int | None) -> Attention:
     return Attention(kind=kind, **{k: v or 0 for k, v in numbers.items()})
 
 
-def _state_dtype(value: Any) -> int:
-    if value not in (2, 4) or isinstance(value, bool):
-        raise Invalid(f"expected 2 (16 bits) or 4 (32 bits), got {describe(value)}")
-    return int(value)
-
-
 def read_state(entry: Entry, layers: int | None) -> State | None:
     """A hybrid's state layers: their kind, how many, and one layer's convolution and recurrent state per sequence."""
     if "state" not in entry.data:
@@ -279,6 +274,6 @@ def read_state(entry: Entry, layers: int | None) -> State | None:
             section.report(section.data.line_of("layers"), "layers", f"{count} leaves no attention layer of {layers}")
     conv = section.get("conv", at_most(positive_int, 10**9), required=False, default=0)  # lightning attention has none
     recurrent = section.get("recurrent", at_most(positive_int, 10**12))
-    dtype = section.get("recurrent_bytes", _state_dtype, required=False, default=0)
+    dtype = section.get("recurrent_bytes", _either(2, 4, ("16 bits", "32 bits")), required=False, default=0)
     entry.failed = entry.failed or section.failed
     return None if section.failed else State(kind, count, conv, recurrent, dtype or 0, mlp or 0)

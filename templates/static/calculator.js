@@ -50,13 +50,17 @@
 
   function windowed(a) { return (a.kind === "sliding" || a.kind === "chunked") && a.slidingLayers > 0; }
 
+  // Architecture.attention_layers: all but a hybrid's state layers and MLP-only blocks (Nemotron-H's: no cache at all).
+  function attentionLayers(arch) {
+    return arch.layers - (arch.state ? arch.state.layers + (arch.state.mlpLayers || 0) : 0);
+  }
+
   // deployment.gpu_cache_share's slots of full-attention, windowed and state layers (layer_counts, layer_slots,
   // group_size): vLLM groups the kinds present by the smallest count (the largest under 1.5 times it), pads each kind's
   // last group and keeps every layer on every GPU; llama.cpp gives each GPU whole layers, the busiest its rounded-up share.
   function cacheSlots(data, arch, runtime, gpus) {
     var state = arch.state ? arch.state.layers : 0, local = windowed(arch.attention) ? arch.attention.slidingLayers : 0;
-    var others = arch.state ? arch.state.mlpLayers || 0 : 0;  // Nemotron-H's MLP-only blocks: no cache at all
-    var counts = [arch.layers - state - others - local, local, state], present = counts.filter(Boolean);
+    var counts = [attentionLayers(arch) - local, local, state], present = counts.filter(Boolean);
     var small = Math.min.apply(null, present), large = Math.max.apply(null, present);
     var group = present.length < 2 || large < data.deployment.hybridGroupRatio * small ? large : small;
     return counts.map(function (n) { return runtime === "llama.cpp" ? Math.ceil(n / gpus) : Math.ceil(n / group) * group; });
@@ -398,7 +402,7 @@
     }
     var preset = raw.model !== "custom" ? presetOf(data, raw.model) : null;
     var extra = preset ? { attention: preset.attention || FULL, vision: preset.vision || 0, experts: preset.experts || null,
-      state: preset.state || null, blocks: preset.blocks || 2 } : (pasted && pasted.extra) || { attention: FULL, vision: 0, experts: null, state: null };
+      state: preset.state || null, blocks: preset.blocks } : (pasted && pasted.extra) || { attention: FULL, vision: 0, experts: null, state: null };
     // config.js: loaded whenever a paste or a link's extra= sets `pasted`
     var refused = !preset && pasted ? pasted.error || (values.layers && window.gpumemConfig.against(extra, values.layers)) : null;
     if (refused) errors.extra = ["extra", { problem: { error: refused } }];
@@ -1226,6 +1230,7 @@
     errorText: errorText,
     isDict: isDict, has: has, get: get, full: FULL,
     weightsBytes: weightsBytes, gguf: gguf, batchDefaults: batchDefaults, expertParams: expertParams, embeddingParams: embeddingParams, gpuOf: gpuOf, offered: offered,
+    windowed: windowed, attentionLayers: attentionLayers,
     checkNumber: checkNumber, trainingChoices: trainingChoices, switches: SWITCHES, kvCache: kvCache, byName: byName, remember: remember,
     loadPreset: loadPreset };
   var root = document.getElementById("calculator");

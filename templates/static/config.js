@@ -119,7 +119,7 @@
     }
     var arch = { layers: layers, heads: heads, kvHeads: kvHeads, headDim: headDim, attention: attention, hidden: hidden,
       vocab: vocab, tied: tied, intermediate: intermediate, experts: experts, state: state };
-    if (kind === "nemotron_h") arch.blocksPerLayer = 1;  // hf_config: each layer one mixer (speed.blocks)
+    if (has(hybrid, kind) && h.blocksPerLayer) arch.blocksPerLayer = h.blocksPerLayer;  // Nemotron-H: one mixer a layer
     var context = f.count("max_position_embeddings", f.count("model_max_length", k.defaultContext));  // Kimi Linear: the second
     var tower = { qwen3_5: qwenVision, qwen3_5_moe: qwenVision, llama4: llama4Vision, gemma4: gemma4Vision };
     var vision = (has(tower, kind) ? tower[kind] : countVision)(data, get(config, "vision_config", null), hidden);
@@ -293,6 +293,7 @@
   // hf_hybrid.nemotron_pattern and count_nemotron: one character a layer, M Mamba-2, * attention, - an MLP, E an MoE.
   function countNemotron(k, f, kind, hidden, layers, heads, kvHeads) {
     var counted = layered(f.count("head_dim", Math.floor(hidden / heads))), pattern = f.get("hybrid_override_pattern");
+    counted.blocksPerLayer = 1;  // each layer one norm and one mixer
     if (typeof pattern !== "string" || !/^[M*E-]*$/.test(pattern)) throw ["hybridPattern", {}];
     if (pattern.length !== layers) throw ["hybridPatternCount", { count: pattern.length, layers: layers }];
     if (pattern.indexOf("M") < 0 || pattern.indexOf("*") < 0) throw ["hybridPatternKinds", {}];

@@ -49,10 +49,8 @@
   // a hybrid's state layers and MLP-only blocks over nothing.
   function attentionFlopsPerToken(arch, context) {
     var a = arch.attention, width = a.kind === "mla" ? a.rank : arch.headDim;
-    var local = (a.kind === "sliding" || a.kind === "chunked") && a.slidingLayers > 0 ? a.slidingLayers : 0;
-    var attending = arch.layers - (arch.state ? arch.state.layers + (arch.state.mlpLayers || 0) : 0);
-    var windowed = local ? local * Math.min(context, a.window) : 0;
-    return 4 * arch.heads * width * ((attending - local) * context + windowed);
+    var local = memory().windowed(a) ? a.slidingLayers : 0, windowed = local ? local * Math.min(context, a.window) : 0;
+    return 4 * arch.heads * width * ((memory().attentionLayers(arch) - local) * context + windowed);
   }
 
   // speed.py's link_path: "pcie" for PCIe cards and a bridge joining fewer cards than used, else "link".
