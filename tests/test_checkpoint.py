@@ -342,7 +342,7 @@ def test_calculator_js_keeps_at_16_bits_what_a_release_keeps_as_python_does(scri
     kept = dataclasses.replace(model, repos={**model.repos, "fp8": dataclasses.replace(model.repos["fp8"], kept=("attention", "router"))})
     row = json.loads((preset_folder(built_site) / "qwen3-30b-a3b.json").read_text())
     given = json.loads(json.dumps(row))
-    given[-1]["repos"]["fp8"] += [0, deployment.kept_params(model.arch, ("attention", "router"))]
+    given[-1]["repos"]["fp8"] += [0, deployment.kept_params(model, ("attention", "router"))]
     raw = raw_state("qwen3-30b-a3b", "serve", "fp8", "bf16", 1, 8192, None)
     results = scripts.evaluate(JS_WEIGHED, {"raw": raw, "given": given, "row": row, "params": str(model.params_b + 1)})
     expected = compute_calculator.serving(CATALOG, SHOP, kept, "fp8", "bf16", 1, 8192, 1).need

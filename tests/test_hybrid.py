@@ -24,7 +24,7 @@ import json
 
 import pytest
 
-from gpumem.catalog.hf_config import count, kept_parts, model_from_config
+from gpumem.catalog.hf_config import count, kept_parts, model_from_config, text_config
 from gpumem.catalog.inputs import load_catalog
 from gpumem.catalog.validate import Invalid
 from gpumem.engines import deployment as engine
@@ -231,8 +231,11 @@ def test_an_nvfp4_release_keeps_at_16_bits_what_its_config_leaves_unquantized():
     arch = found.arch
     attention = 62 * (2 * 3072 * 48 * 128 + 2 * 3072 * 8 * 128)
     router = 62 * 3072 * 256
-    assert (engine.kept_params(arch, ("attention",)), engine.kept_params(arch, ("attention", "router"))) == (attention, attention + router)
     model = model_from_config(config, LIMITS, "m", "M", "https://huggingface.co/nvidia/MiniMax-M2.5-NVFP4/blob/main/config.json")
+    assert (engine.kept_params(model, ("attention",)), engine.kept_params(model, ("attention", "router"))) == (
+        attention,
+        attention + router,
+    )
     nvfp4 = RULES.weight_formats["nvfp4"]
     assert nvfp4.bits == 4.5  # E2M1 values and an FP8 scale per 16
     sixteen = engine.embedding_params(arch) + attention + router
@@ -243,6 +246,25 @@ def test_an_nvfp4_release_keeps_at_16_bits_what_its_config_leaves_unquantized():
     assert (
         engine.weights_bytes(model, nvfp4) == (found.params - engine.embedding_params(arch)) * 4.5 / 8 + engine.embedding_params(arch) * 2
     )
+
+
+def test_a_release_that_quantizes_the_routed_experts_alone_keeps_every_other_weight_at_16_bits():
+    """NVIDIA's NVFP4 Qwen3.5 lists every layer's linear_attn or self_attn and the shared experts as unquantized
+    (names as in nvidia/Qwen3.5-397B-A17B-NVFP4's hf_quant_config exclude_modules, vendored by
+    ai-dynamo/aiconfigurator@095f58a5): only the routed experts are in FP4, as here on Qwen3.5 35B-A3B's shapes."""
+    config = json.loads((CONFIGS / "qwen3.5-35b-a3b.json").read_text())
+    ignored = ["lm_head", "*.mlp.shared_expert.*", "model.language_model.layers.0.linear_attn*", "model.language_model.layers.3.self_attn*"]
+    config["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "exclude_modules": ignored}
+    assert kept_parts(text_config(config)) == ("non_experts",)
+    assert kept_parts(text_config({**config, "quantization_config": {"ignore": ignored[2:]}})) == ("attention",)
+    model = model_from_config(config, LIMITS, "q", "Q", "https://huggingface.co/Qwen/Qwen3.5-35B-A3B/blob/main/config.json")
+    experts = 40 * 256 * 3 * 2048 * 512  # 40 MoE layers of 256 experts, gate, up and down of 2,048 x 512
+    params = round(model.params_b * 1e9)
+    vision = round(model.vision_params_b * 1e9)
+    embeddings = 2 * 248320 * 2048  # untied input and output embeddings
+    assert engine.kept_params(model, ("non_experts",)) == params - vision - embeddings - experts
+    only_experts = dataclasses.replace(model, repos={"nvfp4": Repo("nvfp4", "nvidia/Q", "https://huggingface.co", kept=("non_experts",))})
+    assert engine.weights_bytes(only_experts, RULES.weight_formats["nvfp4"]) == experts * 4.5 / 8 + (params - experts) * 2
 
 
 def test_models_add_drafts_the_parts_a_release_keeps(tmp_path):

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from .measurements.fit_speed import ENGINES, fit, predict, terms
-from .measurements.speed_table import BOUNDS, DOC, SHARES, catalog, models, points, predicted, readme_table, rows, table
+from .measurements.speed_table import BOUNDS, DOC, SHARES, catalog, model_of, models, points, predicted, readme_table, rows, table
 from .project import REPO
 
 REQUIRED = ("id", "engine", "version", "gpu", "gpus", "model", "model_id", "weights", "kv", "concurrency", "prompt_tokens", "output_tokens")
@@ -61,7 +61,7 @@ def test_the_fit_reproduces_the_engine_on_every_point():
     known, by_id = models(found), {p["id"]: p for p in points()}
     for t in terms():
         p = by_id[t.id]
-        engine = predicted(p, found, known[p["model_id"]], rules)
+        engine = predicted(p, found, model_of(known, p), rules)
         assert math.isclose(predict(t, rules.efficiency[t.engine]), engine, rel_tol=1e-9), t.id
 
 

@@ -231,15 +231,19 @@ def _release(config: dict[str, Any]) -> str:
 
 def kept_parts(config: dict[str, Any]) -> tuple[str, ...]:
     """What a quantized release keeps at 16 bits beyond its format's own (records.catalog.KEPT_PARTS), read from its
-    quantization config's list of modules left unquantized (ModelOpt and compressed-tensors: `ignore`; FP8:
-    `modules_to_not_convert`): attention when it names attention layers, router when it names MoE gates."""
+    quantization config's list of modules left unquantized (ModelOpt and compressed-tensors: `ignore`, ModelOpt's
+    own file: `exclude_modules`; FP8: `modules_to_not_convert`): non_experts when it names the shared experts and the
+    attention layers (full or linear: NVIDIA's NVFP4 Qwen3.5 quantizes the routed experts alone), else attention when
+    it names attention layers, router when it names MoE gates."""
     quantization = config.get("quantization_config")
     if not isinstance(quantization, dict):
         return ()
-    names = quantization.get("ignore") or quantization.get("modules_to_not_convert") or []
+    names = quantization.get("ignore") or quantization.get("exclude_modules") or quantization.get("modules_to_not_convert") or []
     if not isinstance(names, list):
         return ()
     text = [str(name) for name in names]
+    if any("shared_expert" in name for name in text) and any("self_attn" in name or "linear_attn" in name for name in text):
+        return ("non_experts",)
     found = []
     if any("self_attn" in name for name in text):
         found.append("attention")

@@ -96,6 +96,8 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
         if kept_attention and attention.global_head_dim:
             problem = "kept: attention is counted for layers of one size, not Gemma 4's full layers of their own"
             entry.report(item.line_of("repos"), "repos", problem)
+        if shape["experts"] is None and any("non_experts" in repo.kept for repo in fields["repos"].values()):
+            entry.report(item.line_of("repos"), "repos", "kept: non_experts is every weight but the routed experts, and the model has none")
         if not entry.failed:
             arch = Architecture(layers, heads, kv_heads, attention=attention, **shape)
             models.append(Model(id=model_id, params_b=params, active_params_b=active, arch=arch, **fields))
@@ -155,9 +157,16 @@ def read_repos(entry: Entry, formats: set[str] | None, release: str | None, sour
 
 
 def _kept_parts(value: Any) -> tuple[str, ...]:
-    """The parts a release keeps at 16 bits: a list of KEPT_PARTS, each once."""
-    if not isinstance(value, list) or not value or any(item not in KEPT_PARTS for item in value) or len(set(value)) < len(value):
-        raise Invalid(f"expected a list of {' and '.join(KEPT_PARTS)}, each once, got {describe(value)}")
+    """The parts a release keeps at 16 bits: a list of KEPT_PARTS, each once; non_experts (which holds the others) alone."""
+    parts, alone = KEPT_PARTS[:-1], KEPT_PARTS[-1]
+    if (
+        not isinstance(value, list)
+        or not value
+        or any(item not in KEPT_PARTS for item in value)
+        or len(set(value)) < len(value)
+        or (alone in value and len(value) > 1)
+    ):
+        raise Invalid(f"expected a list of {' and '.join(parts)}, each once, or {alone} alone, got {describe(value)}")
     return tuple(value)
 
 

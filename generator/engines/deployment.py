@@ -76,14 +76,19 @@ def weights_bytes(model: Model, fmt: WeightFormat) -> float:
         quantized = expert_params(model.arch, fmt.pad_to)
         rest = params - expert_params(model.arch)
         return quantized * fmt.bits / 8 + rest * sixteen_bit
-    kept = embedding_params(model.arch) + model.vision_params_b * 1e9 + kept_params(model.arch, repo.kept if repo else ())
+    kept = embedding_params(model.arch) + model.vision_params_b * 1e9 + kept_params(model, repo.kept if repo else ())
     return (params - kept) * fmt.bits / 8 + kept * sixteen_bit
 
 
-def kept_params(arch: Architecture, parts: tuple[str, ...]) -> int:
+def kept_params(model: Model, parts: tuple[str, ...]) -> int:
     """Parameters of the parts a release keeps at 16 bits (records.catalog.KEPT_PARTS): every attention layer's query,
     key, value and output projections (grouped-query attention; the catalog refuses it for MLA), and each MoE layer's
-    router. The calculator's presets carry this count (figures/calculator_data.repo_row)."""
+    router; or every parameter outside the routed experts, the embeddings and a vision tower (non_experts, which the
+    catalog takes alone). The calculator's presets carry this count (figures/calculator_data.repo_row)."""
+    arch = model.arch
+    if "non_experts" in parts:
+        vision = round(model.vision_params_b * 1e9)
+        return round(model.params_b * 1e9) - vision - embedding_params(arch) - expert_params(arch)
     kept = 0
     if "attention" in parts:
         kept += arch.attention_layers * (2 * arch.hidden * arch.heads * arch.head_dim + 2 * arch.hidden * arch.kv_heads * arch.head_dim)

@@ -17,7 +17,7 @@ from gpumem.engines.speed import DEFAULT_OUTPUT, DEFAULT_PROMPT, MILLION, MIXED_
 from gpumem.figures.calculator import SORTS, SPEED_DIGITS, default_gpus
 from gpumem.figures.calculator_training import machines, training_data
 from gpumem.figures.shared import Shop
-from gpumem.records.catalog import STATE_KINDS, Architecture, Catalog, Experts, Gpu, Model, Repo, State
+from gpumem.records.catalog import STATE_KINDS, Catalog, Experts, Gpu, Model, Repo, State
 from gpumem.records.engines import RUNTIME_LABELS, Reach, SpeedRules, SupportRules, WeightFormat
 
 # The KV formats every runtime takes, whatever the weights (as gpumem estimate checks them).
@@ -226,14 +226,14 @@ def preset_files(catalog: Catalog) -> PresetFiles:
     return PresetFiles(index, {f"{m.id}.json": compact_json(model_row(m, formats)).encode() for m in catalog.models})
 
 
-def repo_row(repo: Repo, arch: Architecture) -> list:
+def repo_row(repo: Repo, model: Model) -> list:
     """A published checkpoint as the calculator reads it: repository, GGUF file, then its bytes and the parameters it
     keeps at 16 bits (deployment.kept_params) when the catalog gives them (0 bytes before kept ones, when not given)."""
     row: list = [repo.repo, repo.file]
     if repo.bytes or repo.kept:
         row.append(repo.bytes)
     if repo.kept:
-        row.append(deployment.kept_params(arch, repo.kept))
+        row.append(deployment.kept_params(model, repo.kept))
     return row
 
 
@@ -247,7 +247,7 @@ def model_row(m: Model, formats: Mapping[str, WeightFormat]) -> list:
     row += [m.arch.intermediate, m.release]
     extra: dict = {"name": m.name}
     if m.repos:  # where each format is published, for the launch command (engines/launch.py), and its bytes if given
-        extra["repos"] = {name: repo_row(r, m.arch) for name, r in m.repos.items()}
+        extra["repos"] = {name: repo_row(r, m) for name, r in m.repos.items()}
     if m.active_params_b is not None:
         extra["active"] = m.active_params_b
     # Left out when they say nothing: untied embeddings, full attention, no experts, no vision tower (the script's defaults).

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from gpumem.engines.speed import Load, blocks, decode_step, link_path, passes, prefill_chunk, prefill_step, quantized_kernels
 from gpumem.records.engines import Efficiency
 
-from .speed_table import BOUNDS, CHECKS, ENGINES, catalog, models, points
+from .speed_table import BOUNDS, CHECKS, ENGINES, catalog, model_of, models, points
 
 GITHUB_COMMIT = re.compile(r"/blob/[0-9a-f]{7,40}/")
 SERVING = ENGINES[:3]  # the batched serving engines; llama.cpp is the fourth
@@ -88,7 +88,7 @@ def terms() -> list[Terms]:
     for p in points():
         if p.get("excluded"):
             continue
-        model, gpu, gpus, engine = known[p["model_id"]], found.gpu(p["gpu"]), int(p["gpus"]), p["engine"]
+        model, gpu, gpus, engine = model_of(known, p), found.gpu(p["gpu"]), int(p["gpus"]), p["engine"]
         fmt, kv = deployment.weight_formats[p["weights"]], deployment.kv_formats[p["kv"]]
         load = Load(int(p["concurrency"]), int(p["prompt_tokens"]), int(p["output_tokens"]))
         step = decode_step(unit, model, fmt, kv, gpu, gpus, load.concurrency, load.prompt_tokens + load.output_tokens / 2, engine)

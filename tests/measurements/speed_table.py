@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ import yaml
 from gpumem.catalog.hf_config import model_from_config
 from gpumem.catalog.inputs import load_catalog
 from gpumem.engines.speed import Load, Speed, served
-from gpumem.records.catalog import Catalog, Model
+from gpumem.records.catalog import KEPT_PARTS, Catalog, Model, Repo
 from gpumem.records.engines import ENGINE_LABELS, SpeedRules
 
 from ..project import REPO
@@ -84,6 +84,16 @@ def models(found: Catalog) -> dict[str, Model]:
     return known
 
 
+def model_of(known: dict[str, Model], point: dict[str, Any]) -> Model:
+    """A point's model, with what its checkpoint keeps at 16 bits (`kept`: parts of records.catalog.KEPT_PARTS, as
+    a models.yaml repository lists them) when the point says so."""
+    model, kept = known[point["model_id"]], tuple(point.get("kept", ()))
+    if not kept:
+        return model
+    assert set(kept) <= set(KEPT_PARTS), point["id"]
+    return replace(model, repos={**model.repos, point["weights"]: Repo(point["weights"], "", point["url"], kept=kept)})
+
+
 def predicted(point: dict[str, Any], found: Catalog, model: Model, rules: SpeedRules) -> float:
     """The engine's figure in the unit of the point's check, with the factors of the engine that ran it."""
     deployment = found.rules.deployment
@@ -125,7 +135,7 @@ def rows(rules: SpeedRules | None = None) -> tuple[Row, ...]:
             gpus=int(p["gpus"]),
             model=p["model_id"],
             measured=float(p["measured"]),
-            predicted=predicted(p, found, known[p["model_id"]], rules),
+            predicted=predicted(p, found, model_of(known, p), rules),
             excluded=p.get("excluded", ""),
             left_out=unseen.get(p["id"]),
         )
