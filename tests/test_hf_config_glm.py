@@ -4,9 +4,10 @@ DeepSeek-V3's MoE fields, counted as vLLM 0.33.0's glm4_moe.py creates its tenso
 tests/fixtures/hf_configs/glm-4.6.json holds zai-org/GLM-4.6's architecture fields
 (https://huggingface.co/zai-org/GLM-4.6/blob/main/config.json). The code corpus stores no copy of that repository,
 of its config.json or of its model.safetensors.index.json, so the file is a transcription, not a byte-for-byte
-copy: its values are those a stored test of SQLite Cloud's GLM converter writes for the 92-layer GLM-4.x
-(FULL_CFG), which nvidia/GLM-4.7-NVFP4's config (as another stored test transcribes it) repeats. With no published
-total_size to check against, the count is derived by hand (h = 5,120, 96 heads and 8 KV heads of 128, vocabulary
+copy: every architecture field has the value a stored test of SQLite Cloud's GLM converter writes for the 92-layer
+GLM-4.x (FULL_CFG), and nvidia/GLM-4.7-NVFP4's config, as another stored test transcribes it at 47fa7dc8, gives the
+same values and those FULL_CFG leaves out (attention_dropout, initializer_range, pad_token_id, use_cache, the
+bfloat16 dtype). With no published total_size to check against, the count is derived by hand (h = 5,120, 96 heads and 8 KV heads of 128, vocabulary
 151,552, 92 layers of which the first 3 dense of 12,288, then 160 routed experts top-8 and one shared of 1,536):
 
     attention  q, k, v, o:  5,120 x 12,288 x 2 + 5,120 x 1,024 x 2          = 136,314,880

@@ -142,8 +142,10 @@ def _deepseek_mtp(f: Fields, attention: int, experts: Experts, moe_mlp: int, voc
     model's own: each one MoE decoder layer, its input projection of the embedding and the hidden state (eh_proj,
     2 x hidden to hidden) with their norms, a head norm, and its own copy of the embedding and output head (vocab
     0: none, as GLM-4.6's, whose MTP layer vLLM 0.33.0 gives the model's own embed_tokens and lm_head,
-    glm4_moe_mtp.py L274-L278). vLLM loads them only to speculate (--speculative-config), so they are counted apart
-    from the weights."""
+    glm4_moe_mtp.py L274-L278; GLM-4.5's checkpoint still stores both, which llama.cpp made optional for GLM 4.6,
+    https://github.com/ggml-org/llama.cpp/pull/16359, and a config cannot tell the two apart, so GLM-4.5's MTP layer
+    is counted 2 x vocab x hidden short). vLLM loads them only to speculate (--speculative-config), so they are
+    counted apart from the weights."""
     count = f.optional("num_nextn_predict_layers")
     moe_layer = moe_mlp // (f.count("num_hidden_layers") - experts.dense_layers)
     return count * (attention + moe_layer + 2 * hidden * hidden + 3 * hidden + 2 * vocab * hidden)
