@@ -28,7 +28,7 @@ CONFIGS = REPO / "tests/fixtures/hf_configs"
 LIMITS = load_catalog(CATALOGS).rules.calculator_limits
 ARCHITECTURES = (
     "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma2, gemma3, phi3, deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, "
-    "glm_moe_dsa, gpt_oss, qwen3_next, qwen3_5, qwen3_5_moe, nemotron_h, llama4, minimax_m2, kimi_linear, minimax_m1, gemma4"
+    "glm_moe_dsa, gpt_oss, qwen3_next, qwen3_5, qwen3_5_moe, nemotron_h, llama4, minimax_m2, kimi_linear, minimax_m1, gemma4, glm4_moe"
 )
 
 

@@ -44,6 +44,7 @@ ARCHITECTURES = (
     "kimi_linear",
     "minimax_m1",
     "gemma4",
+    "glm4_moe",
 )
 # The model types counted layer by layer (hf_hybrid, hf_gemma4), and their own vision towers.
 COUNTERS = {**hf_hybrid.COUNTERS, **dict.fromkeys(hf_gemma4.GEMMA4, hf_gemma4.count_gemma4)}
@@ -51,6 +52,12 @@ TOWERS = {**hf_hybrid.TOWERS, **dict.fromkeys(hf_gemma4.GEMMA4, hf_gemma4.gemma4
 MLA = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa")
 QKV_BIAS = ("qwen2",)
 QK_NORM = ("qwen3", "qwen3_moe", "gemma3")
+# GLM-4.5/4.6/4.7: grouped-query attention with DeepSeek-V3's MoE fields (n_routed_experts, first_k_dense_replace...).
+# vLLM 0.33.0's glm4_moe.py: q, k and v biases when attention_bias (L346, L262-L269), q and k norms of head_dim when
+# use_qk_norm (L350, L296-L298), the rotary fraction only in the rope (L280); each MoE layer's gate, its float32
+# score-correction bias, shared experts of moe_intermediate_size x n_shared_experts (L141-L176); layers from
+# first_k_dense_replace on are MoE, the others dense of intermediate_size (L353-L369).
+DEEPSEEK_MOE = (*MLA, "glm4_moe")
 FOUR_NORMS = ("gemma2", "gemma3")
 
 
@@ -106,11 +113,11 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
         else:
             head_dim = f.count("head_dim", hidden // heads)
             attention_params = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
-            if kind in QKV_BIAS:
+            if kind in QKV_BIAS or (kind == "glm4_moe" and switch(config, "attention_bias", False)):
                 attention_params += heads * head_dim + 2 * kv_heads * head_dim
             if kind == "gpt_oss":
                 attention_params += heads * head_dim + 2 * kv_heads * head_dim + hidden + heads  # biases and sinks
-            if kind in QK_NORM:
+            if kind in QK_NORM or (kind == "glm4_moe" and switch(config, "use_qk_norm", False)):
                 attention_params += 2 * head_dim
             if kind == "minimax_m2":  # its q and k norms span every head (qk_norm_type per_layer)
                 attention_params += (heads + kv_heads) * head_dim
@@ -120,8 +127,9 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
         mlp, active_mlp, experts, intermediate = _mlp(f, kind, hidden, layers)
         params = embeddings + layers * (attention_params + norms) + mlp + hidden
         active = embeddings + layers * (attention_params + norms) + active_mlp + hidden if experts else None
-        if kind in MLA and experts is not None:
-            mtp = _deepseek_mtp(f, attention_params + norms, experts, mlp - experts.dense_layers * 3 * hidden * intermediate, vocab, hidden)
+        if kind in DEEPSEEK_MOE and experts is not None:
+            moe_mlp = mlp - experts.dense_layers * 3 * hidden * intermediate
+            mtp = _deepseek_mtp(f, attention_params + norms, experts, moe_mlp, vocab if kind in MLA else 0, hidden)
     arch = Architecture(layers, heads, kv_heads, head_dim, attention, hidden, vocab, tied, intermediate, experts, state, blocks)
     context = f.count("max_position_embeddings", f.count("model_max_length", 4096))  # Kimi Linear gives the second only
     vision = TOWERS.get(kind, _vision)(config.get("vision_config"), hidden, limits)
@@ -132,8 +140,12 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
 def _deepseek_mtp(f: Fields, attention: int, experts: Experts, moe_mlp: int, vocab: int, hidden: int) -> int:
     """DeepSeek's multi-token prediction layers (num_nextn_predict_layers), stored in the checkpoint after the
     model's own: each one MoE decoder layer, its input projection of the embedding and the hidden state (eh_proj,
-    2 x hidden to hidden) with their norms, a head norm, and its own copy of the embedding and output head. vLLM
-    loads them only to speculate (--speculative-config), so they are counted apart from the weights."""
+    2 x hidden to hidden) with their norms, a head norm, and its own copy of the embedding and output head (vocab
+    0: none, as GLM-4.6's, whose MTP layer vLLM 0.33.0 gives the model's own embed_tokens and lm_head,
+    glm4_moe_mtp.py L274-L278; GLM-4.5's checkpoint still stores both, which llama.cpp made optional for GLM 4.6,
+    https://github.com/ggml-org/llama.cpp/pull/16359, and a config cannot tell the two apart, so GLM-4.5's MTP layer
+    is counted 2 x vocab x hidden short). vLLM loads them only to speculate (--speculative-config), so they are
+    counted apart from the weights."""
     count = f.optional("num_nextn_predict_layers")
     moe_layer = moe_mlp // (f.count("num_hidden_layers") - experts.dense_layers)
     return count * (attention + moe_layer + 2 * hidden * hidden + 3 * hidden + 2 * vocab * hidden)
@@ -194,7 +206,7 @@ def _mlp(f: Fields, kind: str, hidden: int, layers: int) -> tuple[int, int, Expe
         dense = f.count("intermediate_size", width)
         return layers * (count_ * expert + router), layers * (active * expert + router), experts, dense
     dense = f.count("intermediate_size")
-    if kind not in MLA:
+    if kind not in DEEPSEEK_MOE:
         return layers * 3 * hidden * dense, layers * 3 * hidden * dense, None, dense
     routed = f.count("n_routed_experts")
     active = _active(f, routed, None)

@@ -156,6 +156,7 @@ def counting_file() -> PresetFiles:
         **COUNTING,
         "architectures": list(hf_config.ARCHITECTURES),
         "mla": list(hf_config.MLA),
+        "deepseekMoe": list(hf_config.DEEPSEEK_MOE),
         "sparseMla": list(hf_mla.SPARSE_MLA),
         "stateDtypes": hf_hybrid.STATE_DTYPES,
         "nemotronStateDtype": hf_hybrid.NEMOTRON_STATE_DTYPE,

@@ -104,9 +104,11 @@
       } else {
         headDim = f.count("head_dim", Math.floor(hidden / heads));
         attentionParams = hidden * heads * headDim * 2 + hidden * kvHeads * headDim * 2;
-        if (k.qkvBias.indexOf(kind) >= 0) attentionParams += heads * headDim + 2 * kvHeads * headDim;
+        var glm = kind === "glm4_moe";  // GLM-4.x: biases and q/k norms each behind its switch
+        var bias = k.qkvBias.indexOf(kind) >= 0 || (glm && flag(k, config, "attention_bias", false));
+        if (bias) attentionParams += heads * headDim + 2 * kvHeads * headDim;
         if (kind === "gpt_oss") attentionParams += heads * headDim + 2 * kvHeads * headDim + hidden + heads;
-        if (k.qkNorm.indexOf(kind) >= 0) attentionParams += 2 * headDim;
+        if (k.qkNorm.indexOf(kind) >= 0 || (glm && flag(k, config, "use_qk_norm", false))) attentionParams += 2 * headDim;
         if (kind === "minimax_m2") attentionParams += (heads + kvHeads) * headDim;  // q and k norms over every head
         attention = countWindow(k, f, kind, layers);
         if (k.fusedQkv.indexOf(kind) >= 0) attention = Object.assign({ fused: 1 }, attention);  // gguf.FUSED_QKV
@@ -214,7 +216,7 @@
         { count: count, active: active, intermediate: width, shared: 0, denseLayers: 0 }, dense];
     }
     dense = f.count("intermediate_size");
-    if (k.mla.indexOf(kind) < 0) return [layers * m * hidden * dense, layers * m * hidden * dense, null, dense];
+    if (k.deepseekMoe.indexOf(kind) < 0) return [layers * m * hidden * dense, layers * m * hidden * dense, null, dense];
     var routed = f.count("n_routed_experts"), used = activeExperts(f, routed, undefined);
     var moeWidth = f.count("moe_intermediate_size"), shared = f.optional("n_shared_experts");
     var firstDense = f.optional("first_k_dense_replace");
