@@ -44,18 +44,18 @@ def test_one_request_reads_the_weights_and_its_cache_each_step(found):
     tokens of an hour."""
     model, gpu, rules = found.model("llama-3.1-8b"), found.gpu("h100-sxm"), found.rules.speed
     vllm = rules.efficiency["vllm"]
-    assert (vllm.bandwidth_hbm, vllm.layer_overhead_s) == (0.8, 79e-6)
+    assert (vllm.bandwidth_hbm, vllm.layer_overhead_s) == (0.81, 82e-6)
     fmt, kv = formats(found, "bf16", "bf16")
     result = speed(rules, model, fmt, kv, gpu, 1, Load(1, 1000, 1000), price_per_hour=2.07)
     read = weights_bytes(model, fmt) + kv_cache_bytes_per_gpu(model.arch, kv, 1500, 1, 1)
     assert read == 16_060_522_496 + 196_608_000
-    assert result.step.memory_s == pytest.approx(read / (3.35e12 * 0.8), rel=1e-12)
-    assert result.step.overhead_s == pytest.approx(32 * 79e-6, rel=1e-12)
-    assert result.decode_tokens_per_s_per_request == pytest.approx(116.359, abs=1e-3)
+    assert result.step.memory_s == pytest.approx(read / (3.35e12 * 0.81), rel=1e-12)
+    assert result.step.overhead_s == pytest.approx(32 * 82e-6, rel=1e-12)
+    assert result.decode_tokens_per_s_per_request == pytest.approx(116.074, abs=1e-3)
     prefill = result.ttft_s - result.step.seconds
     assert result.aggregate_tokens_per_s == pytest.approx(1000 / (prefill + 1000 * result.step.seconds), rel=1e-12)
     assert result.usd_per_million_output_tokens == pytest.approx(2.07 / (result.aggregate_tokens_per_s * 3600) * 1e6, rel=1e-12)
-    assert round(result.usd_per_million_output_tokens, 4) == 4.9584
+    assert round(result.usd_per_million_output_tokens, 4) == 4.9711
     assert speed(rules, model, fmt, kv, gpu, 1, Load(1, 1000, 1000)).usd_per_million_output_tokens is None
 
 

@@ -87,12 +87,12 @@ def test_the_pages_load_is_stated_in_rules_yaml():
 def test_model_page_rows_for_llama_3_1_70b():
     table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
     assert [numbers(row) for row in table.rows] == [
-        ("bf16", 8, "rtx-3090", 1.52, 35.15, 282.98, 0.6061, 12.2556, 1.492),
-        ("fp8", 4, "rtx-3090", 0.76, 34.38, None, 1.0122, 6.3484, None),
-        ("awq", 1, "l40s", 0.44, 17.8, None, 0.8086, 6.9568, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
+        ("bf16", 8, "rtx-3090", 1.52, 32.33, 269.8, 0.6263, 13.3102, 1.565),
+        ("fp8", 4, "rtx-3090", 0.76, 31.68, None, 1.0476, 6.8789, None),
+        ("awq", 1, "l40s", 0.44, 17.86, None, 0.8229, 6.939, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
         ("q4_k_m", 2, "rtx-3090", 0.38, 17.4, None, 2.98, 6.3761, None),  # 39.59 GiB of GGUF tensors: two 24 GB cards
-        ("bf16", 8, "l40s", 3.52, 33.21, 430.74, 0.2654, 29.6685, 2.27),
-        ("bf16", 2, "b300", 9.2, 51.37, 757.35, 0.0845, 49.911, 3.3743),
+        ("bf16", 8, "l40s", 3.52, 30.69, 402.89, 0.2733, 32.0988, 2.4269),
+        ("bf16", 2, "b300", 9.2, 51.52, 758.49, 0.0865, 49.7716, 3.3693),
     ]
     for row in table.rows:
         assert_engine_figures(row, row.configuration.price_per_hour)
@@ -102,7 +102,7 @@ def test_model_page_rows_for_llama_3_1_70b():
 
 def test_the_cheapest_per_token_is_marked_in_words(built_site):
     table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
-    assert numbers(table.cheapest_one)[:3] == ("fp8", 4, "rtx-3090")
+    assert numbers(table.cheapest_one)[:3] == ("q4_k_m", 2, "rtx-3090")
     assert numbers(table.cheapest_busy)[:3] == ("bf16", 8, "rtx-3090")
     costs = [row.one.usd_per_million_output_tokens for row in table.rows]
     assert table.cheapest_one.one.usd_per_million_output_tokens == min(costs)
@@ -116,23 +116,23 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "Per million output tokens, one request",
         "Per million output tokens, 16 requests",
     ]
-    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "35.2", "283", "0.61 s", "$1.52", "$12.26", "$1.49 cheapest"]
+    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "32.3", "269.8", "0.63 s", "$1.52", "$13.31", "$1.56 cheapest"]
     assert shown[2] == [
         "4 × RTX 3090, FP8 · vLLM* Rent on Arrakis",
-        "34.4",
+        "31.7",
         "does not hold them",
-        "1.01 s",
+        "1.05 s",
         "$0.76",
-        "$6.35 cheapest",
+        "$6.88",
         "does not hold them",
     ]
     assert shown[3] == [
         "1 × L40S, AWQ 4-bit · vLLM* Rent on Arrakis",
-        "17.8",
+        "17.9",
         "does not hold them",
-        "0.81 s",
+        "0.82 s",
         "$0.44",
-        "$6.96",
+        "$6.94",
         "does not hold them",
     ]
     assert shown[4] == [
@@ -141,7 +141,7 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "does not hold them",
         "2.98 s",
         "$0.38",
-        "$6.38",
+        "$6.38 cheapest",
         "does not hold them",
     ]
     assert sum("cheapest" in cell for row in shown[1:] for cell in row) == 2
@@ -153,27 +153,27 @@ def test_gpu_page_rows_for_the_rtx_4090(built_site):
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-4090")))
     assert table.price_per_gpu_hour == 0.38
     first = table.rows[0]
-    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 51.27, 635.54, 0.1814, 2.0759, 0.1661)
+    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 51.02, 630.82, 0.1873, 2.0867, 0.1673)
     assert first.model.id == "llama-3.1-8b"
     for row in table.rows:
         assert_engine_figures(row, 0.38)
     shown = table_rows(built_site / "en/gpus/rtx-4090/index.html")
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests", "Per million output tokens, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "51.3", "635.5", "$0.17"]  # a measured vLLM card: no *
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "51", "630.8", "$0.17"]  # a measured vLLM card: no *
 
 
 def test_a_gpu_not_on_offer_shows_speed_and_no_price(built_site):
     assert "rtx-5090" not in SHOP.markets
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-5090")))
     assert table.price_per_gpu_hour is None
-    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 82.8, 1008.75, 0.1403, None, None)
+    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 82.15, 998.09, 0.145, None, None)
     for row in table.rows:
         assert_engine_figures(row, None)
         assert row.price_per_hour is None
     page = built_site / "en/gpus/rtx-5090/index.html"
     shown = table_rows(page)
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "82.8", "1,008.7"]
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "82.1", "998.1"]
     assert "The RTX 5090 is not on offer in this snapshot, so the table shows tokens per second and no price." in page.read_text()
     assert not any("$" in cell for row in shown for cell in row)
 
@@ -189,23 +189,23 @@ def picks(fmt: str, label: str):
         (
             "70B",
             "bf16",
-            ("bf16", 8, "b300", 36.8, 89.52, 1353.39, 0.0381, 114.4648, 7.553),
-            ("bf16", 8, "rtx-3090", 1.52, 35.15, 282.98, 0.6061, 12.2556, 1.492),
-            ("bf16", 8, "rtx-3090", 1.52, 35.15, 282.98, 0.6061, 12.2556, 1.492),
+            ("bf16", 8, "b300", 36.8, 89.15, 1347.35, 0.0387, 114.9392, 7.5869),
+            ("bf16", 8, "rtx-3090", 1.52, 32.33, 269.8, 0.6263, 13.3102, 1.565),
+            ("bf16", 8, "rtx-3090", 1.52, 32.33, 269.8, 0.6263, 13.3102, 1.565),
         ),
         (
             "32B",
             "awq",  # one RTX 3090 holds one request, not 16: the busy pick is an L40S
-            ("awq", 8, "b300", 36.8, 129.07, 1950.6, 0.0246, 79.3707, 5.2406),
-            ("awq", 1, "rtx-3090", 0.19, 35.88, None, 1.784, 1.5638, None),
-            ("awq", 1, "l40s", 0.44, 33.65, 376.55, 0.3787, 3.6753, 0.3246),
+            ("awq", 8, "b300", 36.8, 133.57, 2013.93, 0.0242, 76.704, 5.0758),
+            ("awq", 1, "rtx-3090", 0.19, 36.04, None, 1.8181, 1.5588, None),
+            ("awq", 1, "l40s", 0.44, 33.79, 376.75, 0.3852, 3.6605, 0.3244),
         ),
         (
             "405B",
             "fp8",
-            ("fp8", 8, "b300", 36.8, 47.01, 700.89, 0.0894, 218.1242, 14.5847),
-            ("fp8", 2, "b300", 9.2, 22.06, 325.03, 0.2232, 116.3115, 7.8625),
-            ("fp8", 2, "b300", 9.2, 22.06, 325.03, 0.2232, 116.3115, 7.8625),
+            ("fp8", 8, "b300", 36.8, 46.95, 699.4, 0.091, 218.4151, 14.6156),
+            ("fp8", 2, "b300", 9.2, 22.19, 326.29, 0.2286, 115.6353, 7.8321),
+            ("fp8", 2, "b300", 9.2, 22.19, 326.29, 0.2286, 115.6353, 7.8321),
         ),
     ],
 )
@@ -228,9 +228,9 @@ def test_the_guide_page_shows_its_picks(built_site):
         " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td>(.*?)</td>", row[: row.index("</tr>")], re.S)
     ]
     assert cells == [
-        "8 × B300 · vLLM* 89.5 tokens/s $36.80 per hour $114.46 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 35.2 tokens/s $1.52 per hour $12.26 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 283 tokens/s $1.52 per hour $1.49 per million output tokens Rent on Arrakis",
+        "8 × B300 · vLLM* 89.2 tokens/s $36.80 per hour $114.94 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 32.3 tokens/s $1.52 per hour $13.31 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 269.8 tokens/s $1.52 per hour $1.56 per million output tokens Rent on Arrakis",
     ]
 
 
@@ -238,8 +238,8 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     """Each speed table quotes the error on measurements left out of the fit (vLLM's and llama.cpp's, the pages'
     engines), names the engines and versions, and says what the * of an unmeasured engine and GPU means."""
     sentence = (
-        "Estimates; on measurements left out of the fit, vLLM is off by 18.1% for one request (9 measurements), "
-        "20.8% under load (222), llama.cpp by 7.1% (121). See how speed is estimated. "
+        "Estimates; on measurements left out of the fit, vLLM is off by 16.4% for one request (19 measurements), "
+        "21.4% under load (236), llama.cpp by 7.1% (121). See how speed is estimated. "
         "Engines: vLLM 0.33.0 and llama.cpp 0c1e57098, those of the launch commands. "
         "*: no run of this engine on this GPU was measured."
     )
@@ -250,9 +250,9 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     method = " ".join(html.unescape(re.sub(r"<[^>]+>", "", (built_site / "en/methodology/index.html").read_text())).split())
     assert "Speed and cost per token" in method
     assert (
-        "vLLM: Single-request decode: 8 of 9 measurements within 25%, mean error 18.1%, worst 72.8%. "
-        "Throughput under load: 193 of 222 within 35%, mean error 20.8%, worst 134.4%. "
-        "SGLang: Single-request decode: 12 of 24 measurements within 25%, mean error 44.9%, worst 194.9%."
+        "vLLM: Single-request decode: 15 of 19 measurements within 25%, mean error 16.4%, worst 62.7%. "
+        "Throughput under load: 204 of 236 within 35%, mean error 21.4%, worst 137.6%. "
+        "SGLang: Single-request decode: 15 of 30 measurements within 25%, mean error 43.9%, worst 185.9%."
     ) in method
     assert "llama.cpp: Single-request decode: 119 of 121 measurements within 25%, mean error 7.1%, worst 46.3%." in method
     assert '<h2 id="speed"><a href="#speed">Speed and cost per token</a></h2>' in (built_site / "en/methodology/index.html").read_text()
