@@ -353,6 +353,36 @@ def test_a_null_byte_in_a_path_is_a_bad_request(tmp_path, preview):
 ENDLESS_BUILD = "import sys, threading; from gpumem.commands import serve; serve.build = lambda *a, **k: threading.Event().wait(); from gpumem.cli.main import main; main()"
 
 
+# Ctrl+C (or SIGTERM) before the builder thread has started: the "watching" line raises it, as a signal may there.
+INTERRUPTED_AT_START = """
+import click
+from gpumem.commands import serve
+echo = click.echo
+def interrupted(message=None, *args, **kwargs):
+    if str(message).startswith("watching"):
+        raise KeyboardInterrupt
+    echo(message, *args, **kwargs)
+serve.click.echo = interrupted
+from gpumem.cli.main import main
+main()
+"""
+
+
+def test_an_interrupt_before_the_first_build_starts_ends_cleanly(inputs):
+    """A signal that came between the server's start and the builder's used to end in "cannot join thread before it
+    is started", exit code 1 (seen once in CI under load)."""
+    server = Server(inputs, ("-c", INTERRUPTED_AT_START))
+    try:
+        serving = server.line()
+        preview = Path(serving.removeprefix("serving ").split(" on ")[0])
+        assert server.process.wait(timeout=WAIT) == 0
+    finally:
+        server.process.kill()
+        server.process.wait()
+    assert "Traceback" not in server.errors.read_text()
+    assert not preview.parent.exists()
+
+
 def test_the_preview_answers_while_a_build_runs_and_ends_on_sigterm(inputs):
     server = Server(inputs, ("-c", ENDLESS_BUILD))
     try:

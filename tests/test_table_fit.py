@@ -21,8 +21,11 @@ PAGES = (
 LANGUAGES = ("es", "en", "pt", "fr", "de")
 
 # Per table: its caption (without the hint), the hint's state, the caption's right edge, and per deciding column
-# its heading and whether its cell lies inside both the viewport and the table's box (which may scroll).
-TABLES = """() => [...document.querySelectorAll('main table')].map(table => {
+# its heading and whether its cell lies inside both the viewport and the table's box (which may scroll). Read after
+# two frames: the hint's scroll-state container query is resolved from the scroll state of the frame before (on a
+# loaded machine the first frame could come after the load event; read at once, the hint was seen hidden).
+TABLES = """async () => (await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done))),
+[...document.querySelectorAll('main table')].map(table => {
   const box = table.closest('.table-wrap'), frame = box.getBoundingClientRect();
   const left = Math.max(0, frame.left + box.clientLeft), right = Math.min(innerWidth, frame.left + box.clientLeft + box.clientWidth);
   const caption = table.caption, hint = caption.querySelector('small'), shown = hint && hint.getBoundingClientRect();
@@ -34,7 +37,7 @@ TABLES = """() => [...document.querySelectorAll('main table')].map(table => {
   });
   const text = [...caption.childNodes].filter(node => node !== hint).map(node => node.textContent).join('').trim();
   return {caption: text, keys, cue, captionRight: caption.getBoundingClientRect().right};
-})"""
+}))"""
 
 
 def table_problems(tables: list[dict], where: str, width: int) -> list[str]:

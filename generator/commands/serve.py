@@ -272,7 +272,8 @@ def serve(options: Options, port: int) -> None:
         preview.close()
         server.shutdown()
         server.server_close()
-        builder.join(timeout=ENDING)  # a rebuild under way may end before its folder goes, if it ends soon
+        if builder.ident is not None:  # a signal can come before the builder has started
+            builder.join(timeout=ENDING)  # a rebuild under way may end before its folder goes, if it ends soon
         sources.close()
         shutil.rmtree(scratch, ignore_errors=True)
         signal.signal(signal.SIGTERM, previous)
