@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gpumem.commands.build import gather
 
 from .conftest import NOW, edit, line_of
@@ -11,9 +13,14 @@ from .test_validate import MODELS, problems, root
 __all__ = ["root"]  # the fixture, shared with test_validate
 
 
+def changed(root: Path, old: str, new: str) -> int:
+    """Replace `old` by `new` in the copy's models.yaml; the line `new` is on."""
+    edit(root / MODELS, old, new)
+    return line_of(root / MODELS, new.strip())
+
+
 def test_a_repository_is_checked(root):
-    edit(root / MODELS, "      awq: {repo: Qwen/Qwen2.5-7B-Instruct-AWQ,", "      awq: {repo: Qwen2.5-7B-Instruct-AWQ,")
-    line = line_of(root / MODELS, "repo: Qwen2.5-7B-Instruct-AWQ,")
+    line = changed(root, "      awq: {repo: Qwen/Qwen2.5-7B-Instruct-AWQ,", "      awq: {repo: Qwen2.5-7B-Instruct-AWQ,")
     assert problems(root) == [
         f"catalogs/models.yaml:{line}: qwen2.5-7b: repos.awq.repo: expected a Hugging Face repository as owner/name, "
         "got 'Qwen2.5-7B-Instruct-AWQ'"
@@ -22,8 +29,7 @@ def test_a_repository_is_checked(root):
 
 def test_a_checkpoint_s_bytes_are_a_positive_whole_number(root):
     awq = "      awq: {repo: hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4, "
-    edit(root / MODELS, awq, awq + "bytes: 4.1e10, ")
-    line = line_of(root / MODELS, "bytes: 4.1e10,")
+    line = changed(root, awq, awq + "bytes: 4.1e10, ")
     assert problems(root) == [f"catalogs/models.yaml:{line}: llama-3.1-70b: repos.awq.bytes: expected a positive integer, got '4.1e10'"]
     edit(root / MODELS, "bytes: 4.1e10,", "bytes: 1000000000000001,")
     assert problems(root) == [f"catalogs/models.yaml:{line}: llama-3.1-70b: repos.awq.bytes: expected at most 1e+15, got 1000000000000001"]
@@ -62,12 +68,8 @@ def test_a_release_keeping_attention_at_16_bits_is_refused_for_full_layers_of_th
         "    attention: {kind: sliding, window: 1024, sliding_layers: 52}\n",
         "    attention: {kind: sliding, window: 1024, sliding_layers: 52, global_kv_heads: 4, global_head_dim: 256}\n",
     )
-    edit(
-        root / MODELS,
-        "      bf16: {repo: google/gemma-3-27b-it, source: https://huggingface.co/google/gemma-3-27b-it}\n",
-        "      bf16: {repo: google/gemma-3-27b-it, source: https://huggingface.co/google/gemma-3-27b-it, kept: [attention]}\n",
-    )
-    line = line_of(root / MODELS, "kept: [attention]") - 1
+    gemma = "      bf16: {repo: google/gemma-3-27b-it, source: https://huggingface.co/google/gemma-3-27b-it"
+    line = changed(root, gemma + "}\n", gemma + ", kept: [attention]}\n") - 1
     assert problems(root) == [
         f"catalogs/models.yaml:{line}: gemma-3-27b: repos: kept: attention is counted for layers of one size, "
         "not Gemma 4's full layers of their own"
@@ -76,8 +78,7 @@ def test_a_release_keeping_attention_at_16_bits_is_refused_for_full_layers_of_th
 
 def test_a_release_keeping_all_but_the_routed_experts_says_so_alone(root):
     fp8 = "      fp8: {repo: Qwen/Qwen3-30B-A3B-FP8, source: https://huggingface.co/Qwen/Qwen3-30B-A3B-FP8"
-    edit(root / MODELS, fp8 + "}", fp8 + ", kept: [non_experts, router]}")
-    line = line_of(root / MODELS, "kept: [non_experts, router]")
+    line = changed(root, fp8 + "}", fp8 + ", kept: [non_experts, router]}")
     assert problems(root) == [
         f"catalogs/models.yaml:{line}: qwen3-30b-a3b: repos.fp8.kept: expected a list of attention and router, each once, "
         "or non_experts alone, got ['non_experts', 'router']"
@@ -86,8 +87,7 @@ def test_a_release_keeping_all_but_the_routed_experts_says_so_alone(root):
 
 def test_a_release_keeping_all_but_the_routed_experts_needs_experts(root):
     awq = "      awq: {repo: Qwen/Qwen2.5-7B-Instruct-AWQ, source: https://huggingface.co/Qwen/Qwen2.5-7B-Instruct-AWQ"
-    edit(root / MODELS, awq + "}", awq + ", kept: [non_experts]}")
-    line = line_of(root / MODELS, "kept: [non_experts]") - 1
+    line = changed(root, awq + "}", awq + ", kept: [non_experts]}") - 1
     assert problems(root) == [
         f"catalogs/models.yaml:{line}: qwen2.5-7b: repos: kept: non_experts is every weight but the routed experts, and the model has none"
     ]

@@ -17,7 +17,7 @@ from gpumem.catalog.config_fields import Fields, layer_types, shown, switch
 from gpumem.catalog.hf_mla import mla
 from gpumem.catalog.validate import Invalid
 from gpumem.engines import gguf
-from gpumem.records.catalog import Architecture, Attention, Experts, Model
+from gpumem.records.catalog import NON_EXPERTS, Architecture, Attention, Experts, Model
 
 ARCHITECTURES = (
     "llama",
@@ -255,7 +255,7 @@ def kept_parts(config: dict[str, Any]) -> tuple[str, ...]:
         return ()
     text = [str(name) for name in names]
     if any("shared_expert" in name for name in text) and any("self_attn" in name or "linear_attn" in name for name in text):
-        return ("non_experts",)
+        return (NON_EXPERTS,)
     found = []
     if any("self_attn" in name for name in text):
         found.append("attention")

@@ -25,7 +25,19 @@ from gpumem.catalog.validate import (
 )
 from gpumem.engines import gguf
 from gpumem.errors import Problems
-from gpumem.records.catalog import KEPT_PARTS, LICENSE_KINDS, STATE_KINDS, Architecture, Attention, Experts, License, Model, Repo, State
+from gpumem.records.catalog import (
+    KEPT_PARTS,
+    LICENSE_KINDS,
+    NON_EXPERTS,
+    STATE_KINDS,
+    Architecture,
+    Attention,
+    Experts,
+    License,
+    Model,
+    Repo,
+    State,
+)
 
 MAX_PARAMS_B = 100_000
 MODEL_FIELDS = (
@@ -96,7 +108,7 @@ def read_models(data: Any, path: str, problems: Problems, formats: set[str] | No
         if kept_attention and attention.global_head_dim:
             problem = "kept: attention is counted for layers of one size, not Gemma 4's full layers of their own"
             entry.report(item.line_of("repos"), "repos", problem)
-        if shape["experts"] is None and any("non_experts" in repo.kept for repo in fields["repos"].values()):
+        if shape["experts"] is None and any(NON_EXPERTS in repo.kept for repo in fields["repos"].values()):
             entry.report(item.line_of("repos"), "repos", "kept: non_experts is every weight but the routed experts, and the model has none")
         if not entry.failed:
             arch = Architecture(layers, heads, kv_heads, attention=attention, **shape)
@@ -158,15 +170,15 @@ def read_repos(entry: Entry, formats: set[str] | None, release: str | None, sour
 
 def _kept_parts(value: Any) -> tuple[str, ...]:
     """The parts a release keeps at 16 bits: a list of KEPT_PARTS, each once; non_experts (which holds the others) alone."""
-    parts, alone = KEPT_PARTS[:-1], KEPT_PARTS[-1]
+    parts = [part for part in KEPT_PARTS if part != NON_EXPERTS]
     if (
         not isinstance(value, list)
         or not value
         or any(item not in KEPT_PARTS for item in value)
         or len(set(value)) < len(value)
-        or (alone in value and len(value) > 1)
+        or (NON_EXPERTS in value and len(value) > 1)
     ):
-        raise Invalid(f"expected a list of {' and '.join(parts)}, each once, or {alone} alone, got {describe(value)}")
+        raise Invalid(f"expected a list of {' and '.join(parts)}, each once, or {NON_EXPERTS} alone, got {describe(value)}")
     return tuple(value)
 
 

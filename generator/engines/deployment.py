@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 from gpumem.engines import gguf, llamacpp, memory
-from gpumem.records.catalog import Architecture, Model
+from gpumem.records.catalog import NON_EXPERTS, Architecture, Model
 from gpumem.records.engines import DeploymentRules, KvFormat, WeightFormat
 
 GIB = 2**30
@@ -86,7 +86,7 @@ def kept_params(model: Model, parts: tuple[str, ...]) -> int:
     router; or every parameter outside the routed experts, the embeddings and a vision tower (non_experts, which the
     catalog takes alone). The calculator's presets carry this count (figures/calculator_data.repo_row)."""
     arch = model.arch
-    if "non_experts" in parts:
+    if NON_EXPERTS in parts:
         vision = round(model.vision_params_b * 1e9)
         return round(model.params_b * 1e9) - vision - embedding_params(arch) - expert_params(arch)
     kept = 0

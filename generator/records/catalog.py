@@ -128,7 +128,8 @@ class Repo:
 # The parts of a model a quantized release can keep at 16 bits (its quantization config's ignore list names them):
 # the attention layers' projections, the MoE routers, or everything but the routed experts (NVIDIA's NVFP4 releases
 # of Qwen3.5 leave attention, linear attention and shared experts unquantized).
-KEPT_PARTS = ("attention", "router", "non_experts")
+NON_EXPERTS = "non_experts"  # holds the others, so a list names it alone (catalog/models.py)
+KEPT_PARTS = ("attention", "router", NON_EXPERTS)
 
 
 @dataclass(frozen=True)
