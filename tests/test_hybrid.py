@@ -330,5 +330,6 @@ def test_nemotron_h_s_experts_are_ungated_and_each_of_its_layers_is_one_block():
     step = speed.decode_step(rules, nano, bf16, KV["bf16"], h100, 2, 1, 2048, "vllm")
     ring = 2 * (2 - 1) / 2 * 2688 * rules.activation_bytes / (h100.link.gb_s * 1e9 / 2)
     assert (speed.blocks(nano.arch), step.link_s) == (52, pytest.approx(52 * (ring + rules.efficiency["vllm"].allreduce_link_s), rel=1e-12))
-    assert step.overhead_s == pytest.approx(26 * rules.efficiency["vllm"].layer_overhead_s, rel=1e-12)
+    vllm = rules.efficiency["vllm"]
+    assert step.overhead_s == pytest.approx(26 * (vllm.layer_overhead_s + vllm.layer_overhead_moe_s), rel=1e-12)
     assert speed.attention_flops_per_token(nano.arch, 1000) == 4 * 32 * 128 * 6 * 1000  # its 6 attention layers alone

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,9 +10,11 @@ import pytest
 from gpumem.engines.deployment import kv_cache_bytes_per_gpu, weights_bytes
 from gpumem.engines.speed import (
     Load,
+    allreduce_s,
     attention_flops_per_token,
     compute_precision,
     link_bytes_per_s,
+    link_path,
     matmul_flops_per_token,
     prefill_chunk,
     prefill_step,
@@ -44,19 +47,32 @@ def test_one_request_reads_the_weights_and_its_cache_each_step(found):
     tokens of an hour."""
     model, gpu, rules = found.model("llama-3.1-8b"), found.gpu("h100-sxm"), found.rules.speed
     vllm = rules.efficiency["vllm"]
-    assert (vllm.bandwidth_hbm, vllm.layer_overhead_s) == (0.81, 82e-6)
+    assert (vllm.bandwidth_hbm, vllm.layer_overhead_s) == (0.76, 72e-6)
     fmt, kv = formats(found, "bf16", "bf16")
     result = speed(rules, model, fmt, kv, gpu, 1, Load(1, 1000, 1000), price_per_hour=2.07)
     read = weights_bytes(model, fmt) + kv_cache_bytes_per_gpu(model.arch, kv, 1500, 1, 1)
     assert read == 16_060_522_496 + 196_608_000
-    assert result.step.memory_s == pytest.approx(read / (3.35e12 * 0.81), rel=1e-12)
-    assert result.step.overhead_s == pytest.approx(32 * 82e-6, rel=1e-12)
-    assert result.decode_tokens_per_s_per_request == pytest.approx(116.074, abs=1e-3)
+    assert result.step.memory_s == pytest.approx(read / (3.35e12 * 0.76), rel=1e-12)
+    assert result.step.overhead_s == pytest.approx(32 * 72e-6, rel=1e-12)
+    assert result.decode_tokens_per_s_per_request == pytest.approx(115.083, abs=1e-3)
     prefill = result.ttft_s - result.step.seconds
     assert result.aggregate_tokens_per_s == pytest.approx(1000 / (prefill + 1000 * result.step.seconds), rel=1e-12)
     assert result.usd_per_million_output_tokens == pytest.approx(2.07 / (result.aggregate_tokens_per_s * 3600) * 1e6, rel=1e-12)
-    assert round(result.usd_per_million_output_tokens, 4) == 4.9711
+    assert round(result.usd_per_million_output_tokens, 4) == 5.0079
     assert speed(rules, model, fmt, kv, gpu, 1, Load(1, 1000, 1000)).usd_per_million_output_tokens is None
+
+
+def test_a_mixture_of_experts_adds_its_own_time_per_layer(found):
+    """Qwen3 30B-A3B's 48 layers each route a token to experts, which runs more kernels than a dense MLP: its fixed
+    time per step is 48 x (vLLM's time per layer + its MoE layers' own); Llama 3.1 8B's is 32 x the time per layer."""
+    rules, gpu = found.rules.speed, found.gpu("h100-sxm")
+    vllm = rules.efficiency["vllm"]
+    assert (vllm.layer_overhead_s, vllm.layer_overhead_moe_s) == (72e-6, 32e-6)
+    fmt, kv = formats(found, "bf16", "bf16")
+    moe = speed(rules, found.model("qwen3-30b-a3b"), fmt, kv, gpu, 1, Load(1, 0, 100)).step.overhead_s
+    dense = speed(rules, found.model("llama-3.1-8b"), fmt, kv, gpu, 1, Load(1, 0, 100)).step.overhead_s
+    assert moe == pytest.approx(48 * (vllm.layer_overhead_s + vllm.layer_overhead_moe_s), rel=1e-12)
+    assert dense == pytest.approx(32 * vllm.layer_overhead_s, rel=1e-12)
 
 
 def test_a_batch_touches_more_experts_than_one_token(found):
@@ -73,6 +89,22 @@ def test_a_bridge_joins_two_cards_and_pcie_takes_the_rest(found):
     assert link_bytes_per_s(rules, gpu, 2) == 56.25e9
     assert link_bytes_per_s(rules, gpu, 4) == 32e9
     assert link_bytes_per_s(rules, found.gpu("h100-sxm"), 8) == 450e9
+
+
+def test_two_pcie_cards_with_peer_access_take_the_engines_own_all_reduce(found):
+    """vLLM runs its own all-reduce on two PCIe cards that reach each other's memory (RTX PRO 6000: the link's fixed
+    cost) and leaves it to NCCL on more cards, without peer access (RTX 5090) or where it is not known (RTX 6000
+    Ada); a bridge's two cards are on the link. Llama 3.1 70B decodes one token with 160 all-reduces: on two RTX PRO
+    6000 each costs the link's 14 µs, not PCIe's 20 µs."""
+    pro, rtx5090, ada, a6000 = (found.gpu(name) for name in ("rtx-pro-6000-blackwell", "rtx-5090", "rtx-6000-ada", "rtx-a6000"))
+    assert [link_path(pro, 2), link_path(pro, 4), link_path(rtx5090, 2), link_path(ada, 2)] == ["link", "pcie", "pcie", "pcie"]
+    assert [link_path(a6000, 2), link_path(a6000, 4)] == ["link", "pcie"]
+    rules, model = found.rules.speed, found.model("llama-3.1-70b")
+    vllm = rules.efficiency["vllm"]
+    assert (vllm.allreduce_link_s, vllm.allreduce_pcie_s) == (14e-6, 20e-6)
+    unknown = replace(pro, link=replace(pro.link, p2p=None))
+    own, nccl = allreduce_s(rules, model, pro, 2, 1, "vllm"), allreduce_s(rules, model, unknown, 2, 1, "vllm")
+    assert nccl - own == pytest.approx(160 * 6e-6, rel=1e-9)
 
 
 def test_llama_cpp_gpus_take_turns_and_vllm_splits_each_layer(found):

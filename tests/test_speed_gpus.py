@@ -15,6 +15,7 @@ from .test_validate import problems
 GPUS = Path("catalogs/gpus.yaml")
 root = test_validate.root  # the copied inputs as the working folder
 RTX_3090_LINK = '    link: {kind: "nvlink-bridge", generation: "3", gb_s: 112.5, gpus: 2}\n'
+KUBESIMPLIFY = "https://github.com/kubesimplify/website/blob/8b1d2a5c3e94d3fad7aebfef7cecfa10b6bcc21b/content/blog/running-a-single-llm-across-two-gpus-with-vllm.md"
 
 
 def test_every_gpu_states_its_form_factor_link_and_throughput_as_data():
@@ -32,6 +33,33 @@ def test_a_bridge_states_how_many_gpus_it_joins(root):
     edit(root / GPUS, RTX_3090_LINK, '    link: {kind: "nvlink-bridge", generation: "3", gb_s: 112.5}\n')
     line = line_of(root / GPUS, 'kind: "nvlink-bridge", generation: "3", gb_s: 112.5}')
     assert problems(root) == [f"catalogs/gpus.yaml:{line}: rtx-3090: link.gpus: missing field (expected a positive integer)"]
+
+
+def test_peer_access_over_pcie_is_data_with_its_source():
+    """link.p2p: two RTX PRO 6000 reach each other's memory, two RTX 5090 do not, and the RTX 6000 Ada's is not known."""
+    gpus = {gpu.id: gpu for gpu in gather(fixture_options(), now=NOW).catalog.gpus}
+    pro, rtx5090 = gpus["rtx-pro-6000-blackwell"].link, gpus["rtx-5090"].link
+    assert (pro.p2p, pro.p2p_source) == (True, KUBESIMPLIFY)
+    assert (rtx5090.p2p, rtx5090.p2p_source) == (False, "https://github.com/noonghunna/club-3090/issues/1130")
+    assert (gpus["rtx-6000-ada"].link.p2p, gpus["rtx-3090"].link.p2p) == (None, None)
+
+
+def test_peer_access_belongs_to_pcie_cards_and_names_its_source(root):
+    edit(
+        root / GPUS,
+        RTX_3090_LINK,
+        '    link: {kind: "nvlink-bridge", generation: "3", gb_s: 112.5, gpus: 2, p2p: true, p2p_source: "https://example.org/p2p"}\n',
+    )
+    edit(
+        root / GPUS,
+        '    link: {kind: "pcie", generation: "5", gb_s: 128, p2p: false, p2p_source: "https://github.com/noonghunna/club-3090/issues/1130"}\n',
+        '    link: {kind: "pcie", generation: "5", gb_s: 128, p2p: false}\n',
+    )
+    bridge, pcie = line_of(root / GPUS, "gpus: 2, p2p: true"), line_of(root / GPUS, "gb_s: 128, p2p: false}")
+    assert problems(root) == [
+        f"catalogs/gpus.yaml:{bridge}: rtx-3090: link.p2p: peer access over PCIe is stated for PCIe cards only, got kind nvlink-bridge",
+        f"catalogs/gpus.yaml:{pcie}: rtx-5090: link.p2p_source: missing field (expected a URL)",
+    ]
 
 
 def test_a_link_kind_and_generation_are_checked(root):

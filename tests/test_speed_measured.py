@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from .measurements.fit_speed import ENGINES, fit, predict, terms
+from .measurements.fit_speed import ENGINES, fit, predict, source_of, terms
 from .measurements.speed_table import BOUNDS, DOC, SHARES, catalog, model_of, models, points, predicted, readme_table, rows, table
 from .project import REPO
 
 REQUIRED = ("id", "engine", "version", "gpu", "gpus", "model", "model_id", "weights", "kv", "concurrency", "prompt_tokens", "output_tokens")
 # Engine and check pairs whose left-out error is outside issue 24's share: the test expects them to miss, so it
 # fails the day one meets its share and the entry must go. Why each misses: docs/measurements/speed.md.
-KNOWN_MISSES = {("vllm", "decode"), ("sglang", "decode"), ("sglang", "aggregate")}
+KNOWN_MISSES = {("sglang", "decode"), ("sglang", "aggregate")}
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def test_the_points_cover_what_issue_24_asks():
         assert point["url"].startswith("https://") and point["quote"].strip(), point["id"]
     enforced = [p for p in listed if p["check"] in BOUNDS and not p.get("excluded")]
     gpus = {p["gpu"] for p in enforced}
-    assert len(enforced) == 527
+    assert len(enforced) == 576
     assert len(gpus) == 18
     assert {"rtx-3090", "rtx-4090", "rtx-5090", "l40s"} <= gpus  # PCIe cards
     assert {"b200", "b300", "mi300x", "mi355x"} <= gpus  # Blackwell and AMD
@@ -93,7 +93,15 @@ def test_the_readme_quotes_the_left_out_error(found):
     assert readme_table(found) in (REPO / "README.md").read_text(), "README.md: copy speed_table.readme_table's table"
 
 
+def test_a_point_names_its_publication_where_its_run_spans_several_files():
+    """A point's source is its URL without the fragment and the commit of a GitHub file, or the publication it names
+    (`source`): one author's result files leave the fit together."""
+    url = "https://github.com/owner/runs/blob/0123abc/results/c1.json#L4"
+    assert source_of({"url": url}) == "https://github.com/owner/runs/blob/results/c1.json"
+    assert source_of({"url": url, "source": "https://github.com/owner/runs"}) == "https://github.com/owner/runs"
+
+
 def test_every_exclusion_gives_its_reason():
     reasons = {p["id"]: p["excluded"] for p in points() if p.get("excluded")}
-    assert len(reasons) == 237
+    assert len(reasons) == 245
     assert all(len(reason) > 20 for reason in reasons.values())

@@ -95,11 +95,12 @@ def read_form_factor(entry: Entry) -> FormFactor | None:
 
 
 def read_link(entry: Entry) -> Link | None:
-    """link: {kind, generation, gb_s, gpus}; gb_s per GPU with both directions summed, gpus for a bridge only."""
+    """link: {kind, generation, gb_s, gpus, p2p, p2p_source}; gb_s per GPU with both directions summed, gpus for a
+    bridge only, p2p (with its source) for PCIe cards only."""
     section = entry.section("link")
     if section is None:
         return None
-    section.check_keys(("kind", "generation", "gb_s", "gpus"))
+    section.check_keys(("kind", "generation", "gb_s", "gpus", "p2p", "p2p_source"))
     kind = section.get("kind", one_of(LINKS, "link kind"))
     generation = section.get("generation", _generation, required=False, default="")
     gb_s = section.get("gb_s", at_most(positive_number, 100_000))
@@ -107,8 +108,12 @@ def read_link(entry: Entry) -> Link | None:
     gpus = section.get("gpus", at_most(positive_int, 8), required=bridge, default=0)
     if gpus and not bridge:
         section.report(section.data.line_of("gpus"), "gpus", f"only a bridge joins a fixed number of GPUs, got kind {kind}")
+    p2p = section.get("p2p", boolean, required=False, default=None)
+    p2p_source = section.get("p2p_source", url, required=p2p is not None, default="")
+    if p2p is not None and kind != "pcie":
+        section.report(section.data.line_of("p2p"), "p2p", f"peer access over PCIe is stated for PCIe cards only, got kind {kind}")
     entry.failed = entry.failed or section.failed
-    return None if section.failed else Link(kind, generation, gb_s, gpus)
+    return None if section.failed else Link(kind, generation, gb_s, gpus, p2p, p2p_source or "")
 
 
 def read_throughput(entry: Entry) -> dict[str, float]:

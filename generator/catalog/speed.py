@@ -10,7 +10,14 @@ from gpumem.records.engines import Efficiency, SpeedCalibration, SpeedCheck, Spe
 
 RUNTIMES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp")  # each engine's factors, fitted on its own runs
 PHASES = ("bandwidth_gddr", "bandwidth_hbm", "compute", "prefill", "prefill_moe", "prefill_quantized")
-EFFICIENCY_FIELDS = (*PHASES, "layer_overhead_us", "layer_overhead_quantized_us", "allreduce_link_us", "allreduce_pcie_us")
+EFFICIENCY_FIELDS = (
+    *PHASES,
+    "layer_overhead_us",
+    "layer_overhead_quantized_us",
+    "layer_overhead_moe_us",
+    "allreduce_link_us",
+    "allreduce_pcie_us",
+)
 TENSOR_RATES = ("bf16", "fp16", "fp8", "fp4", "int8")
 LINK_FIELDS = ("pcie_gb_s", "activation_bytes", "source")
 PAGE_FIELDS = ("prompt_tokens", "output_tokens", "busy_requests", "kv_format", "guide_formats", "source")
@@ -112,7 +119,8 @@ def _known_formats(formats: set[str]) -> Callable[[Any], tuple[str, ...]]:
 
 def _efficiency(section: Entry, sources: dict[str, str]) -> dict[str, Efficiency] | None:
     """efficiency: {engine: {bandwidth_gddr, bandwidth_hbm, compute, prefill, prefill_moe, prefill_quantized,
-    layer_overhead_us, layer_overhead_quantized_us, allreduce_link_us, allreduce_pcie_us}, ..., source}."""
+    layer_overhead_us, layer_overhead_quantized_us, layer_overhead_moe_us, allreduce_link_us, allreduce_pcie_us}, ...,
+    source}."""
     table = section.section("efficiency")
     if table is None:
         return None

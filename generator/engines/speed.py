@@ -94,9 +94,17 @@ def quantized_kernels(fmt: WeightFormat) -> bool:
 
 
 def link_path(gpu: Gpu, gpus: int) -> str:
-    """What joins `gpus` cards: "pcie" for PCIe cards and for a bridge joining fewer cards than used, else "link"
-    (NVLink, an NVLink bridge or Infinity Fabric)."""
+    """Which all-reduce joins `gpus` cards: "link", the engine's own over NVLink, an NVLink bridge or Infinity Fabric,
+    and over two PCIe cards known to reach each other's memory; else "pcie", NCCL's over PCIe (PCIe cards, and a
+    bridge joining fewer cards than used). vLLM's custom all-reduce needs peer access and, without NVLink, at most
+    two GPUs (CustomAllreduce.__init__, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/distributed/device_communicators/custom_all_reduce.py#L253-L290);
+    the same kernel runs over either wire, so two such PCIe cards take the link's fixed cost. Fitted apart on the one
+    such run measured (tests/measurements/speed.yaml's 2 x RTX PRO 6000, four points of one source) it came out 26 µs
+    against the link's 15 and NCCL's 21 over PCIe: one source cannot settle it, and such a pair's figure may be a few
+    per cent fast. A card whose peer access is not known (gpus.yaml link.p2p) gets NCCL's."""
     link = gpu.link
+    if link.kind == "pcie" and gpus == 2 and link.p2p:
+        return "link"
     return "pcie" if link.kind == "pcie" or (link.kind == "nvlink-bridge" and gpus > link.gpus) else "link"
 
 
@@ -153,8 +161,12 @@ def blocks(arch: Architecture) -> int:
 
 
 def fixed_s(efficiency: Efficiency, arch: Architecture, quantized: bool) -> float:
-    """The engine's fixed time of one forward pass: its time per layer, counted in two-block layers."""
-    return blocks(arch) / 2 * efficiency.layer_overhead(quantized)
+    """The engine's fixed time of one forward pass: its time per layer, counted in two-block layers, and in a mixture
+    of experts each layer's own. Its MoE block runs more kernels than a dense MLP: the router's product and top-k,
+    then sorting the tokens by expert, two grouped expert products, the activation between them and the weighted sum
+    (fused_experts_impl, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/fused_moe.py#L1786-L1867).
+    Counted over every two-block layer, a few dense ones (DeepSeek's first three) included."""
+    return blocks(arch) / 2 * efficiency.layer_overhead(quantized, arch.experts is not None)
 
 
 def allreduce_s(rules: SpeedRules, model: Model, gpu: Gpu, gpus: int, tokens: int, runtime: str) -> float:

@@ -297,7 +297,12 @@ def gpu_row(gpu: Gpu) -> list:
     """A GPU on offer as the scripts read it, its GPU_FIELDS in order: the name, the bytes the runtime sees, and what
     the speed engine reads (bandwidth in TB/s, memory kind, dense TFLOPS, the link), what the support table reads (the
     compute capability) and the PCIe generation, if known."""
-    link = {"kind": gpu.link.kind, "gbS": gpu.link.gb_s, **({"gpus": gpu.link.gpus} if gpu.link.gpus else {})}
+    link = {
+        "kind": gpu.link.kind,
+        "gbS": gpu.link.gb_s,
+        **({"gpus": gpu.link.gpus} if gpu.link.gpus else {}),
+        **({"p2p": 1} if gpu.link.p2p else {}),
+    }
     row = [gpu.name, gpu.runtime_bytes, gpu.bandwidth_tb_s, gpu.memory_type, gpu.dense_tflops, link, gpu.compute_capability]
     return row + [gpu.form_factor.pcie_gen] if gpu.form_factor.pcie_gen else row
 
@@ -338,7 +343,9 @@ def speed_data(rules: SpeedRules | None, runtimes: Collection[str]) -> dict | No
             "prefillQuantized": e.prefill_quantized,
             "layerOverheadS": e.layer_overhead_s,
             "layerOverheadQuantizedS": e.layer_overhead_quantized_s,
-            "allreduceS": {"link": e.allreduce_link_s, "pcie": e.allreduce_pcie_s},
+            # left out where none is fitted: llama.cpp has no MoE runs measured and splits layers without all-reduces
+            **({"layerOverheadMoeS": e.layer_overhead_moe_s} if e.layer_overhead_moe_s else {}),
+            **({"allreduceS": {"link": e.allreduce_link_s, "pcie": e.allreduce_pcie_s}} if e.allreduce_link_s + e.allreduce_pcie_s else {}),
         }
         for runtime, e in rules.efficiency.items()
         if runtime in runtimes

@@ -193,6 +193,8 @@ class Link:
     generation: str
     gb_s: float
     gpus: int = 0  # how many GPUs a bridge joins; 0 for a switched fabric or PCIe
+    p2p: bool | None = None  # PCIe cards: whether two of them reach each other's memory (None: not known)
+    p2p_source: str = ""
 
 
 @dataclass(frozen=True)

@@ -185,8 +185,9 @@ class Efficiency:
     prefill_quantized: float  # the prefill of weights the engine's own quantized kernels multiply (engines/speed.py)
     layer_overhead_s: float = 0.0  # fixed time per layer and forward pass: kernel launches and synchronisation
     layer_overhead_quantized_s: float = 0.0  # and what the engine's quantized kernels add to it
-    allreduce_link_s: float = 0.0  # fixed cost of one tensor-parallel all-reduce over NVLink or Infinity Fabric
-    allreduce_pcie_s: float = 0.0  # and over PCIe
+    layer_overhead_moe_s: float = 0.0  # and what a mixture of experts' layer adds: routing and the grouped expert kernels
+    allreduce_link_s: float = 0.0  # fixed cost of the engine's own all-reduce: NVLink, Infinity Fabric, two P2P PCIe cards
+    allreduce_pcie_s: float = 0.0  # and of NCCL's over PCIe (speed.link_path)
 
     def bandwidth(self, memory_type: str) -> float:
         """The fraction of a card's bandwidth reached, by its memory: HBM stacks or GDDR chips."""
@@ -197,9 +198,10 @@ class Efficiency:
         else the engine's quantized kernels (speed.quantized_kernels), else a dense 16-bit or FP8 GEMM."""
         return self.prefill_moe if moe else self.prefill_quantized if quantized else self.prefill
 
-    def layer_overhead(self, quantized: bool) -> float:
-        """The fixed time per layer and forward pass, with the quantized kernels' own when they multiply the weights."""
-        return self.layer_overhead_s + (self.layer_overhead_quantized_s if quantized else 0.0)
+    def layer_overhead(self, quantized: bool, moe: bool = False) -> float:
+        """The fixed time per layer and forward pass, with the quantized kernels' own when they multiply the weights,
+        and a mixture of experts' own (engines/speed.fixed_s)."""
+        return self.layer_overhead_s + (self.layer_overhead_quantized_s if quantized else 0.0) + (self.layer_overhead_moe_s if moe else 0.0)
 
     def allreduce(self, path: str) -> float:
         """The fixed cost of one all-reduce on a path: "link" or "pcie" (engines/speed.link_path)."""

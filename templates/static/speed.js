@@ -53,10 +53,11 @@
     return 4 * arch.heads * width * ((memory().attentionLayers(arch) - local) * context + windowed);
   }
 
-  // speed.py's link_path: "pcie" for PCIe cards and a bridge joining fewer cards than used, else "link".
+  // speed.py's link_path: "link" (the engine's own all-reduce) for a GPU link and for two PCIe cards with peer
+  // access, "pcie" (NCCL's) for other PCIe cards and a bridge joining fewer cards than used.
   function linkPath(gpu, gpus) {
     var link = gpu.link;
-    return link.kind === "pcie" || (link.kind === "nvlink-bridge" && gpus > link.gpus) ? "pcie" : "link";
+    return link.kind === "pcie" && !(gpus === 2 && link.p2p) || link.kind === "nvlink-bridge" && gpus > link.gpus ? "pcie" : "link";
   }
 
   // speed.blocks: residual blocks, two a layer, one where a layer is a single mixer (Nemotron-H).
@@ -71,11 +72,10 @@
     return blocks(s.arch) * (ring + data.speed.efficiency[runtime].allreduceS[linkPath(gpu, gpus)]);
   }
 
-  // Python's round(): half to even.
+  // Python's round() of a context (never negative): half to even.
   function roundHalfEven(value) {
-    var floor = Math.floor(value), rest = value - floor;
-    if (rest !== 0.5) return Math.round(value);
-    return floor % 2 === 0 ? floor : floor + 1;
+    var floor = Math.floor(value);
+    return value - floor === 0.5 ? floor + floor % 2 : Math.round(value);
   }
 
   // speed.quantized_kernels: llama.cpp's MMQ on GGUF types, vLLM's mixed-precision kernels on AWQ and GPTQ.
@@ -83,10 +83,11 @@
     return fmt.runtime === "llama.cpp" || data.speed.mixedPrecision.indexOf(s.weights) >= 0;
   }
 
-  // speed.fixed_s: the time per layer (Efficiency.layer_overhead, with the quantized kernels' own when they run),
-  // counted in two-block layers.
+  // speed.fixed_s: the time per layer (Efficiency.layer_overhead, with the quantized kernels' own when they run, and a
+  // mixture of experts' own), counted in two-block layers.
   function layerOverhead(data, s, fmt, efficiency) {
-    var perLayer = efficiency.layerOverheadS + (quantizedKernels(data, s, fmt) ? efficiency.layerOverheadQuantizedS : 0);
+    var perLayer = efficiency.layerOverheadS + (quantizedKernels(data, s, fmt) ? efficiency.layerOverheadQuantizedS : 0)
+      + (s.active && efficiency.layerOverheadMoeS || 0);
     return blocks(s.arch) / 2 * perLayer;
   }
 

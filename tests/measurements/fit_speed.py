@@ -6,10 +6,11 @@ with fewer than MIN_POINTS points of its engine takes the value fitted on every 
 together (vLLM, SGLang and TensorRT-LLM pooled), or, with too few pooled points as well, its FALLBACK factor;
 for llama.cpp, the factor it is tied to: its batched decode and its MoE prompts run the MMQ kernels of its
 GGUF types (no batched compute-bound run and no MoE prompt run is measured), so both take its quantized prefill.
-The all-reduce's fixed cost, one per path (a GPU link, or PCIe), is fitted on every serving engine's multi-GPU
-points of that path together and shared by the three (POOLED): fitted per engine, the few multi-GPU points of
-each engine gave a larger error on the points left out (vLLM: 5 of 7 decode and 15 of 21 aggregate points
-within their bounds, against 7 and 19 shared). Without MIN_POINTS PCIe points the PCIe cost takes the link's.
+The all-reduce's fixed cost, one per path (the engine's own all-reduce over a GPU link, or over two PCIe cards
+with peer access; NCCL's over PCIe: engines/speed.link_path), is fitted on every serving engine's multi-GPU points
+of that path together and shared by the three (POOLED): fitted per engine, the few multi-GPU points of each engine
+gave a larger error on the points left out (vLLM: 5 of 7 decode and 15 of 21 aggregate points within their
+bounds, against 7 and 19 shared). Without MIN_POINTS PCIe points the PCIe cost takes the link's.
 
 Each factor is chosen on a grid of 0.01 (the time per layer and the all-reduce's cost on 1 µs), a coarse
 pass then a fine one around its best, to minimise the summed absolute log error (predicted / measured) over
@@ -41,7 +42,7 @@ TIED = {"llama.cpp": {"compute": "prefill_quantized", "prefill_moe": "prefill_qu
 FALLBACK = {"prefill_quantized": "prefill", "allreduce_pcie_s": "allreduce_link_s"}  # too few points even pooled
 UNIT = Efficiency(1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
 START = Efficiency(0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 50e-6)  # where every fit starts, so that it depends on the points alone
-MICROSECONDS = ("layer_overhead_s", "layer_overhead_quantized_s", "allreduce_link_s", "allreduce_pcie_s")
+MICROSECONDS = ("layer_overhead_s", "layer_overhead_quantized_s", "layer_overhead_moe_s", "allreduce_link_s", "allreduce_pcie_s")
 POOLED = ("allreduce_link_s", "allreduce_pcie_s")  # fitted on the serving engines together, shared by each
 
 
@@ -73,8 +74,9 @@ class Terms:
 
 def source_of(point: dict) -> str:
     """A point's source: its URL without the fragment and without the commit of a GitHub file (one file, page or
-    thread, whatever its version: a page's tables at three releases are one source)."""
-    return GITHUB_COMMIT.sub("/blob/", str(point["url"]).split("#")[0])
+    thread, whatever its version: a page's tables at three releases are one source), or the publication it names
+    (`source`) where one author's runs are spread over several files of a repository: those leave the fit together."""
+    return GITHUB_COMMIT.sub("/blob/", str(point.get("source") or point["url"]).split("#")[0])
 
 
 def terms() -> list[Terms]:
@@ -126,7 +128,7 @@ def predict(t: Terms, e: Efficiency) -> float:
     divided by the factors, written out here because the fit runs it millions of times (building speed()'s
     records for each would make the fit four times slower)."""
     bandwidth = e.bandwidth_hbm if t.hbm else e.bandwidth_gddr
-    fixed = t.allreduces * e.allreduce(t.path) + t.blocks / 2 * e.layer_overhead(t.quantized)
+    fixed = t.allreduces * e.allreduce(t.path) + t.blocks / 2 * e.layer_overhead(t.quantized, t.moe)
     step = max(t.decode_memory / bandwidth, t.decode_compute / e.compute) + t.decode_ring + fixed
     rate = e.prefill_share(t.moe, t.quantized)
     prompt, output, requests = t.load.prompt_tokens, t.load.output_tokens, t.load.concurrency
@@ -150,6 +152,7 @@ ACTS: dict[str, Callable[[Terms], bool]] = {
     "prefill_quantized": lambda t: t.check in ("prefill", "ttft", "aggregate") and not t.moe and t.quantized,
     "layer_overhead_s": lambda t: t.check in ("decode", "aggregate"),
     "layer_overhead_quantized_s": lambda t: t.check in ("decode", "aggregate") and t.quantized,
+    "layer_overhead_moe_s": lambda t: t.check in ("decode", "aggregate") and t.moe,
     "allreduce_link_s": lambda t: t.check in ("decode", "aggregate") and t.allreduces > 0 and t.path == "link",
     "allreduce_pcie_s": lambda t: t.check in ("decode", "aggregate") and t.allreduces > 0 and t.path == "pcie",
 }
