@@ -87,7 +87,7 @@
   // mixture of experts' own), counted in two-block layers.
   function layerOverhead(data, s, fmt, efficiency) {
     var perLayer = efficiency.layerOverheadS + (quantizedKernels(data, s, fmt) ? efficiency.layerOverheadQuantizedS : 0)
-      + (s.active && efficiency.layerOverheadMoeS || 0);
+      + (s.arch.experts && efficiency.layerOverheadMoeS || 0);
     return blocks(s.arch) / 2 * perLayer;
   }
 
