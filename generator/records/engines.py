@@ -198,7 +198,7 @@ class Efficiency:
         else the engine's quantized kernels (speed.quantized_kernels), else a dense 16-bit or FP8 GEMM."""
         return self.prefill_moe if moe else self.prefill_quantized if quantized else self.prefill
 
-    def layer_overhead(self, quantized: bool, moe: bool = False) -> float:
+    def layer_overhead(self, quantized: bool, moe: bool) -> float:
         """The fixed time per layer and forward pass, with the quantized kernels' own when they multiply the weights,
         and a mixture of experts' own (engines/speed.fixed_s)."""
         return self.layer_overhead_s + (self.layer_overhead_quantized_s if quantized else 0.0) + (self.layer_overhead_moe_s if moe else 0.0)
