@@ -116,6 +116,7 @@ def pasted_state(name: str, weights: str, kv: str, gpus: int, batch: int, contex
         **({"indexBytes": a.index_bytes} if a.index_bytes else {}),
     )
     attention.update({"qLora": a.q_lora_rank} if a.q_lora_rank else {}, **({"fused": 1} if a.fused_qkv else {}))
+    attention.update({"qkNormLayer": 1} if a.qk_norm else {})
     experts = arch.experts and {"shared": arch.experts.shared, "denseLayers": arch.experts.dense_layers}
     if arch.experts and arch.experts.projections != 3:
         experts["projections"] = arch.experts.projections
@@ -396,6 +397,7 @@ def test_pasted_configs_count_like_python(scripts: Scripts):
             **({"indexBytes": att.index_bytes} if att.index_bytes else {}),
             **({"qLora": att.q_lora_rank} if att.q_lora_rank else {}),
             **({"fused": 1} if att.fused_qkv else {}),
+            **({"qkNormLayer": 1} if att.qk_norm else {}),
             **({"globalKvHeads": att.global_kv_heads} if att.global_kv_heads else {}),
             **({"globalHeadDim": att.global_head_dim} if att.global_head_dim else {}),
         }, path.name

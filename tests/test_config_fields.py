@@ -361,6 +361,8 @@ def link(attention: dict | None = None, vision: Any = 0, experts: Any = None, **
         (link(experts={"shared": 1, "denseLayers": 40}), "experts.denseLayers: 40 leaves no MoE layer of the 32 layers."),
         (link(experts={"shared": 1, "denseLayers": 0, "projections": 4}), "experts.projections: expected one of 0, 2, 3, got 4."),
         (link()[:-1] + ', "blocks": 3}', "blocks: expected one of 1, 2, got 3."),
+        (link({**SLIDING, "qkNormLayer": 1}), [{**SLIDING, "qkNormLayer": 1}, None]),
+        (link({**SLIDING, "qkNormLayer": True}), "attention.qkNormLayer: expected one of 0, 1, got true."),
         (link({**SLIDING, "kind": "linear"}), 'attention.kind: expected one of "full", "sliding", "chunked", "mla", got "linear".'),
         ("[1, 2]", "expected an object of attention, state, vision and experts, got a list of 2 items."),
         ('{"attention": ', "This is not valid JSON."),

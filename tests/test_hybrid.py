@@ -276,6 +276,7 @@ def test_models_add_drafts_the_parts_a_release_keeps(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert '    release: "nvfp4"' in lines
+    assert '    attention: {kind: "full", qk_norm: "per_layer"}' in lines  # its q and k norms over every head
     assert (
         '    repos: {nvfp4: {repo: "nvidia/MiniMax-M2.5-NVFP4", kept: ["attention", "router"], '
         'source: "https://huggingface.co/nvidia/MiniMax-M2.5-NVFP4"}}'

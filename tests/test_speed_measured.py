@@ -4,10 +4,11 @@ runs, and its error on the points of a source left out of the fit held to issue 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
-from .measurements.fit_speed import ENGINES, fit, predict, source_of, terms
+from .measurements.fit_speed import ENGINES, Table, fit, predict, predict_all, source_of, terms
 from .measurements.speed_table import BOUNDS, DOC, SHARES, catalog, model_of, models, points, predicted, readme_table, rows, table
 from .project import REPO
 
@@ -31,7 +32,7 @@ def test_the_points_cover_what_issue_24_asks():
         assert point["url"].startswith("https://") and point["quote"].strip(), point["id"]
     enforced = [p for p in listed if p["check"] in BOUNDS and not p.get("excluded")]
     gpus = {p["gpu"] for p in enforced}
-    assert len(enforced) == 576
+    assert len(enforced) == 568
     assert len(gpus) == 18
     assert {"rtx-3090", "rtx-4090", "rtx-5090", "l40s"} <= gpus  # PCIe cards
     assert {"b200", "b300", "mi300x", "mi355x"} <= gpus  # Blackwell and AMD
@@ -63,6 +64,30 @@ def test_the_fit_reproduces_the_engine_on_every_point():
         p = by_id[t.id]
         engine = predicted(p, found, model_of(known, p), rules)
         assert math.isclose(predict(t, rules.efficiency[t.engine]), engine, rel_tol=1e-9), t.id
+
+
+def test_the_fit_s_columns_give_predict_s_figures():
+    """The fit weighs a factor's grid in NumPy columns (fit_speed.Table): on every point, with each engine's factors,
+    they give predict's figure to 1e-12, and a column of candidate values gives one row of figures per value."""
+    rules = catalog().rules.speed
+    assert rules is not None
+    found = terms()
+    table = Table(found)
+    for engine in ENGINES:
+        chosen = [t for t in found if t.engine == engine]
+        rows = [table.row[id(t)] for t in chosen]
+        factors = vars(rules.efficiency[engine])
+        figures = predict_all({name: column[rows] for name, column in table.columns.items()}, factors)
+        assert figures.shape == (len(chosen),)
+        for t, figure in zip(chosen, figures, strict=True):
+            assert math.isclose(figure, predict(t, rules.efficiency[engine]), rel_tol=1e-12), t.id
+    vllm = rules.efficiency["vllm"]
+    decode = [t for t in found if t.engine == "vllm" and t.check == "decode"][:2]
+    losses = table.losses(decode, vllm, "bandwidth_hbm", [0.5, vllm.bandwidth_hbm])
+    assert len(losses) == 2
+    for value, got in zip([0.5, vllm.bandwidth_hbm], losses, strict=True):
+        e = replace(vllm, bandwidth_hbm=value)
+        assert math.isclose(got, math.fsum(abs(math.log(predict(t, e) / t.measured)) for t in decode), rel_tol=1e-12)
 
 
 def test_the_efficiency_factors_are_what_the_fit_gives():
@@ -103,5 +128,5 @@ def test_a_point_names_its_publication_where_its_run_spans_several_files():
 
 def test_every_exclusion_gives_its_reason():
     reasons = {p["id"]: p["excluded"] for p in points() if p.get("excluded")}
-    assert len(reasons) == 245
+    assert len(reasons) == 259
     assert all(len(reason) > 20 for reason in reasons.values())

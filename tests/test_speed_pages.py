@@ -89,15 +89,22 @@ def test_model_page_rows_for_llama_3_1_70b():
     assert [numbers(row) for row in table.rows] == [
         ("bf16", 8, "rtx-3090", 1.52, 34.47, 325.16, 0.4653, 12.4323, 1.2985),
         ("fp8", 4, "rtx-3090", 0.76, 33.73, None, 0.7294, 6.4068, None),
-        ("awq", 1, "l40s", 0.44, 18.09, None, 0.7928, 6.8474, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
+        ("awq", 1, "l40s", 0.44, 18.17, None, 0.7923, 6.818, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
         ("q4_k_m", 2, "rtx-3090", 0.38, 17.4, None, 2.98, 6.3761, None),  # 39.59 GiB of GGUF tensors: two 24 GB cards
         ("bf16", 8, "l40s", 3.52, 32.61, 429.31, 0.2387, 30.1894, 2.2775),
-        ("bf16", 2, "b300", 9.2, 50.9, 760.25, 0.0664, 50.3299, 3.3615),
+        ("bf16", 2, "b300", 9.2, 50.91, 760.22, 0.0662, 50.3174, 3.3616),
     ]
     for row in table.rows:
         assert_engine_figures(row, row.configuration.price_per_hour)
-    # vLLM has a measured run on none of these cards (rules.yaml speed.calibration gpus); llama.cpp on the RTX 3090
-    assert [(row.engine, row.unmeasured) for row in table.rows] == [("vllm", True)] * 3 + [("llama.cpp", False)] + [("vllm", True)] * 2
+    # vLLM has a measured run on the L40S alone of these cards (rules.yaml speed.calibration gpus); llama.cpp on the RTX 3090
+    assert [(row.engine, row.unmeasured) for row in table.rows] == [
+        ("vllm", True),
+        ("vllm", True),
+        ("vllm", False),
+        ("llama.cpp", False),
+        ("vllm", False),
+        ("vllm", True),
+    ]
 
 
 def test_the_cheapest_per_token_is_marked_in_words(built_site):
@@ -127,12 +134,12 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "does not hold them",
     ]
     assert shown[3] == [
-        "1 × L40S, AWQ 4-bit · vLLM* Rent on Arrakis",
-        "18.1",
+        "1 × L40S, AWQ 4-bit · vLLM Rent on Arrakis",
+        "18.2",
         "does not hold them",
         "0.79 s",
         "$0.44",
-        "$6.85",
+        "$6.82",
         "does not hold them",
     ]
     assert shown[4] == [
@@ -153,27 +160,27 @@ def test_gpu_page_rows_for_the_rtx_4090(built_site):
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-4090")))
     assert table.price_per_gpu_hour == 0.38
     first = table.rows[0]
-    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 51.86, 663.96, 0.1278, 2.0467, 0.159)
+    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 52.21, 667.57, 0.1276, 2.0331, 0.1581)
     assert first.model.id == "llama-3.1-8b"
     for row in table.rows:
         assert_engine_figures(row, 0.38)
     shown = table_rows(built_site / "en/gpus/rtx-4090/index.html")
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests", "Per million output tokens, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "51.9", "664", "$0.16"]  # a measured vLLM card: no *
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "52.2", "667.6", "$0.16"]  # a measured vLLM card: no *
 
 
 def test_a_gpu_not_on_offer_shows_speed_and_no_price(built_site):
     assert "rtx-5090" not in SHOP.markets
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-5090")))
     assert table.price_per_gpu_hour is None
-    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 84.36, 1069.28, 0.0979, None, None)
+    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 85.28, 1078.65, 0.0977, None, None)
     for row in table.rows:
         assert_engine_figures(row, None)
         assert row.price_per_hour is None
     page = built_site / "en/gpus/rtx-5090/index.html"
     shown = table_rows(page)
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "84.4", "1,069.3"]
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "85.3", "1,078.7"]
     assert "The RTX 5090 is not on offer in this snapshot, so the table shows tokens per second and no price." in page.read_text()
     assert not any("$" in cell for row in shown for cell in row)
 
@@ -189,23 +196,23 @@ def picks(fmt: str, label: str):
         (
             "70B",
             "bf16",
-            ("bf16", 8, "b300", 36.8, 91.61, 1391.64, 0.033, 111.8139, 7.3454),
+            ("bf16", 8, "b300", 36.8, 92.63, 1406.53, 0.0327, 110.5735, 7.2677),
             ("bf16", 8, "rtx-3090", 1.52, 34.47, 325.16, 0.4653, 12.4323, 1.2985),
             ("bf16", 8, "rtx-3090", 1.52, 34.47, 325.16, 0.4653, 12.4323, 1.2985),
         ),
         (
             "32B",
             "awq",  # one RTX 3090 holds one request, not 16: the busy pick is an L40S
-            ("awq", 8, "b300", 36.8, 139.04, 2102.72, 0.0233, 73.6827, 4.8614),
-            ("awq", 1, "rtx-3090", 0.19, 36.81, None, 1.7496, 1.5249, None),
-            ("awq", 1, "l40s", 0.44, 34.46, 383.95, 0.3708, 3.5884, 0.3183),
+            ("awq", 8, "b300", 36.8, 140.19, 2118.87, 0.0232, 73.0831, 4.8244),
+            ("awq", 1, "rtx-3090", 0.19, 37.07, None, 1.7492, 1.5147, None),
+            ("awq", 1, "l40s", 0.44, 34.69, 385.75, 0.3704, 3.5649, 0.3168),
         ),
         (
             "405B",
             "fp8",
-            ("fp8", 8, "b300", 36.8, 47.48, 713.8, 0.0756, 215.8624, 14.3208),
-            ("fp8", 2, "b300", 9.2, 21.55, 323.27, 0.1718, 118.8844, 7.9053),
-            ("fp8", 2, "b300", 9.2, 21.55, 323.27, 0.1718, 118.8844, 7.9053),
+            ("fp8", 8, "b300", 36.8, 47.79, 718.3, 0.0752, 214.435, 14.2312),
+            ("fp8", 2, "b300", 9.2, 21.46, 321.92, 0.1718, 119.391, 7.9384),
+            ("fp8", 2, "b300", 9.2, 21.46, 321.92, 0.1718, 119.391, 7.9384),
         ),
     ],
 )
@@ -228,7 +235,7 @@ def test_the_guide_page_shows_its_picks(built_site):
         " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td>(.*?)</td>", row[: row.index("</tr>")], re.S)
     ]
     assert cells == [
-        "8 × B300 · vLLM* 91.6 tokens/s $36.80 per hour $111.81 per million output tokens Rent on Arrakis",
+        "8 × B300 · vLLM* 92.6 tokens/s $36.80 per hour $110.57 per million output tokens Rent on Arrakis",
         "8 × RTX 3090 · vLLM* 34.5 tokens/s $1.52 per hour $12.43 per million output tokens Rent on Arrakis",
         "8 × RTX 3090 · vLLM* 325.2 tokens/s $1.52 per hour $1.30 per million output tokens Rent on Arrakis",
     ]
@@ -238,8 +245,8 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     """Each speed table quotes the error on measurements left out of the fit (vLLM's and llama.cpp's, the pages'
     engines), names the engines and versions, and says what the * of an unmeasured engine and GPU means."""
     sentence = (
-        "Estimates; on measurements left out of the fit, vLLM is off by 13.6% for one request (32 measurements), "
-        "19.3% under load (272), llama.cpp by 7.1% (121). See how speed is estimated. "
+        "Estimates; on measurements left out of the fit, vLLM is off by 12.7% for one request (33 measurements), "
+        "18.9% under load (272), llama.cpp by 7.1% (121). See how speed is estimated. "
         "Engines: vLLM 0.33.0 and llama.cpp 0c1e57098, those of the launch commands. "
         "*: no run of this engine on this GPU was measured."
     )
@@ -250,9 +257,9 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     method = " ".join(html.unescape(re.sub(r"<[^>]+>", "", (built_site / "en/methodology/index.html").read_text())).split())
     assert "Speed and cost per token" in method
     assert (
-        "vLLM: Single-request decode: 28 of 32 measurements within 25%, mean error 13.6%, worst 29%. "
-        "Throughput under load: 228 of 272 within 35%, mean error 19.3%, worst 113.8%. "
-        "SGLang: Single-request decode: 15 of 30 measurements within 25%, mean error 42.7%, worst 179.5%."
+        "vLLM: Single-request decode: 31 of 33 measurements within 25%, mean error 12.7%, worst 25.8%. "
+        "Throughput under load: 226 of 272 within 35%, mean error 18.9%, worst 112.1%. "
+        "SGLang: Single-request decode: 14 of 27 measurements within 25%, mean error 46.2%, worst 192.7%."
     ) in method
     assert "llama.cpp: Single-request decode: 119 of 121 measurements within 25%, mean error 7.1%, worst 46.3%." in method
     assert '<h2 id="speed"><a href="#speed">Speed and cost per token</a></h2>' in (built_site / "en/methodology/index.html").read_text()

@@ -384,6 +384,19 @@ def test_a_hybrid_s_mlp_only_layers_must_leave_attention_layers(root):
     assert (model.arch.state.mlp_layers, model.arch.attention_layers) == (15, 1)
 
 
+def test_a_q_and_k_norm_over_every_head_is_the_only_one_models_yaml_names(root):
+    """MiniMax M2's config says qk_norm_type per_layer (engines/speed.allreduces counts its all-reduce); a per-head
+    norm changes no figure, so models.yaml names no other, and only a full-attention block takes it."""
+    edit(root / MODELS, "attention: {kind: full}", "attention: {kind: full, qk_norm: per_head}", count=1)
+    line = line_of(root / MODELS, "qk_norm: per_head")
+    assert problems(root) == [
+        f"catalogs/models.yaml:{line}: llama-3.1-8b: attention.qk_norm: unknown qk_norm 'per_head' (expected per_layer)"
+    ]
+    edit(root / MODELS, "qk_norm: per_head", "qk_norm: per_layer")
+    model = next(m for m in gather(options_for(root), now=NOW).catalog.models if m.id == "llama-3.1-8b")
+    assert model.arch.attention.qk_norm == "per_layer"
+
+
 def test_an_expert_s_projections_and_a_layer_s_blocks_are_checked(root):
     """Nemotron-H's ungated experts (projections: 2) and its one-mixer layers (blocks_per_layer: 1); nothing else."""
     edit(

@@ -122,7 +122,8 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
             if kind == "minimax_m2":  # its q and k norms span every head (qk_norm_type per_layer)
                 attention_params += (heads + kv_heads) * head_dim
             attention = _window(f, kind, layers)
-            attention = dataclasses.replace(attention, fused_qkv=kind in gguf.FUSED_QKV)
+            norm = "per_layer" if kind == "minimax_m2" else ""  # all-reduced under tensor parallelism (engines/speed.allreduces)
+            attention = dataclasses.replace(attention, fused_qkv=kind in gguf.FUSED_QKV, qk_norm=norm)
         norms = (4 if kind in FOUR_NORMS else 2) * hidden
         mlp, active_mlp, experts, intermediate = _mlp(f, kind, hidden, layers)
         params = embeddings + layers * (attention_params + norms) + mlp + hidden

@@ -448,6 +448,8 @@ def draft_entry(
     if arch.attention.global_head_dim:  # Gemma 4's full layers of their own size
         attention.update({"global_kv_heads": arch.attention.global_kv_heads} if arch.attention.global_kv_heads else {})
         attention.update(global_head_dim=arch.attention.global_head_dim)
+    if arch.attention.qk_norm:  # MiniMax M2's q and k norms over every head
+        attention.update(qk_norm=arch.attention.qk_norm)
     if arch.attention.kind == "mla":
         attention.update(kv_lora_rank=arch.attention.kv_lora_rank, qk_rope_head_dim=arch.attention.qk_rope_head_dim)
         attention.update({"q_lora_rank": arch.attention.q_lora_rank} if arch.attention.q_lora_rank else {})

@@ -98,10 +98,10 @@ def link_path(gpu: Gpu, gpus: int) -> str:
     and over two PCIe cards known to reach each other's memory; else "pcie", NCCL's over PCIe (PCIe cards, and a
     bridge joining fewer cards than used). vLLM's custom all-reduce needs peer access and, without NVLink, at most
     two GPUs (CustomAllreduce.__init__, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/distributed/device_communicators/custom_all_reduce.py#L253-L290);
-    the same kernel runs over either wire, so two such PCIe cards take the link's fixed cost. Fitted apart on the one
-    such run measured (tests/measurements/speed.yaml's 2 x RTX PRO 6000, four points of one source) it came out 26 µs
-    against the link's 15 and NCCL's 21 over PCIe: one source cannot settle it, and such a pair's figure may be a few
-    per cent fast. A card whose peer access is not known (gpus.yaml link.p2p) gets NCCL's."""
+    the same kernel runs over either wire, so two such PCIe cards take the link's fixed cost. Two such runs are
+    measured (tests/measurements/speed.yaml) and they bracket it: 2 x RTX PRO 6000 (four points of one source), fitted
+    apart, came out 26 µs against the link's 15 and NCCL's 21 over PCIe, while 2 x L40S decodes 11 % faster than the
+    figure at the link's cost. A card whose peer access is not known (gpus.yaml link.p2p) gets NCCL's."""
     link = gpu.link
     if link.kind == "pcie" and gpus == 2 and link.p2p:
         return "link"
@@ -160,6 +160,16 @@ def blocks(arch: Architecture) -> int:
     return arch.layers * arch.blocks_per_layer
 
 
+def allreduces(arch: Architecture) -> int:
+    """All-reduces one forward pass makes under tensor parallelism: one per residual block (blocks), and one more in
+    each attention layer whose q and k norms span every head (Attention.qk_norm "per_layer"): MiniMax M2 norms the
+    whole of q and of k, so each GPU's share of the sums of squares is all-reduced, q's and k's in one call, before the
+    norm applies (MiniMaxM2Attention, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/minimax_m2.py#L215-L241;
+    _minimax_qk_norm_fusion, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/minimax_rms_norm/rms_norm_tp.py#L209-L253).
+    Its few bytes take no ring time, only the all-reduce's fixed cost."""
+    return blocks(arch) + (arch.attention_layers if arch.attention.qk_norm == "per_layer" else 0)
+
+
 def fixed_s(efficiency: Efficiency, arch: Architecture, quantized: bool) -> float:
     """The engine's fixed time of one forward pass: its time per layer, counted in two-block layers, and in a mixture
     of experts each layer's own. Its MoE block runs more kernels than a dense MLP: the router's product and top-k,
@@ -170,13 +180,13 @@ def fixed_s(efficiency: Efficiency, arch: Architecture, quantized: bool) -> floa
 
 
 def allreduce_s(rules: SpeedRules, model: Model, gpu: Gpu, gpus: int, tokens: int, runtime: str) -> float:
-    """One all-reduce of the tokens' hidden states per residual block (blocks), ring algorithm, each with the engine's
-    fixed cost on its path (a link or PCIe)."""
+    """One all-reduce of the tokens' hidden states per residual block (blocks), ring algorithm, and every all-reduce
+    (allreduces) with the engine's fixed cost on its path (a link or PCIe)."""
     if gpus == 1:
         return 0.0
     size = tokens * model.arch.hidden * rules.activation_bytes
     ring = 2 * (gpus - 1) / gpus * size / link_bytes_per_s(rules, gpu, gpus)
-    return blocks(model.arch) * (ring + rules.efficiency[runtime].allreduce(link_path(gpu, gpus)))
+    return blocks(model.arch) * ring + allreduces(model.arch) * rules.efficiency[runtime].allreduce(link_path(gpu, gpus))
 
 
 def decode_step(
@@ -231,7 +241,7 @@ def prefill_step(
     memory = times * weights_bytes(model, fmt) / split / (gpu.bandwidth_tb_s * 1e12 * efficiency.bandwidth(gpu.memory_type))
     link = 0.0
     if runtime != "llama.cpp" and gpus > 1:  # the ring carries the prompt once; every pass pays the fixed cost
-        fixed = blocks(model.arch) * efficiency.allreduce(link_path(gpu, gpus))
+        fixed = allreduces(model.arch) * efficiency.allreduce(link_path(gpu, gpus))
         link = allreduce_s(rules, model, gpu, gpus, prompt, runtime) + (times - 1) * fixed
     overhead = times * fixed_s(efficiency, model.arch, quantized_kernels(fmt))
     return Step(memory_s=memory, compute_s=compute, link_s=link, overhead_s=overhead)

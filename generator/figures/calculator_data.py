@@ -254,7 +254,7 @@ def model_row(m: Model, formats: Mapping[str, WeightFormat]) -> list:
     # Left out when they say nothing: untied embeddings, full attention, no experts, no vision tower (the script's defaults).
     if m.arch.tied_embeddings:
         extra["tied"] = True
-    if a.kind != "full" or a.fused_qkv or a.global_head_dim:
+    if a.kind != "full" or a.fused_qkv or a.global_head_dim or a.qk_norm:
         extra["attention"] = {
             "kind": a.kind,
             "window": a.window,
@@ -263,6 +263,7 @@ def model_row(m: Model, formats: Mapping[str, WeightFormat]) -> list:
             **({"rank": a.kv_lora_rank, "vDim": a.v_head_dim} if a.kind == "mla" else {}),  # rank: the width MLA attends over (speed.js)
             **({"qLora": a.q_lora_rank} if a.q_lora_rank else {}),
             **({"fused": 1} if a.fused_qkv else {}),
+            **({"qkNormLayer": 1} if a.qk_norm else {}),  # its q and k norms all-reduced (speed.js allreduces)
             **({"indexBytes": a.index_bytes} if a.index_bytes else {}),
             **({"globalKvHeads": a.global_kv_heads} if a.global_kv_heads else {}),  # Gemma 4's, with K = V (engines/gguf.py)
             **({"globalHeadDim": a.global_head_dim} if a.global_head_dim else {}),

@@ -31,6 +31,9 @@ class Attention:
     # global_head_dim), 0 where they are the model's kv_heads and head_dim
     global_kv_heads: int = 0
     global_head_dim: int = 0
+    # "per_layer": one RMSNorm over every head's queries and another over every head's keys (MiniMax M2's qk_norm_type),
+    # which tensor parallelism must all-reduce (engines/speed.allreduces); "" where there is none or it is per head
+    qk_norm: str = ""
 
     @property
     def windowed(self) -> bool:

@@ -680,7 +680,8 @@
     var money = format({ style: "currency", currency: data.currency });
     var perMillion = format({ style: "currency", currency: data.currency, minimumFractionDigits: data.digits.perMillion,
       maximumFractionDigits: data.digits.perMillion });
-    var form = root.querySelector("form");
+    var find = function (selector) { return root.querySelector(selector); };  // the calculator's own element
+    var form = find("form");
     var gb = function (v) { return fill(text.gb, { value: number.format(v) }); };
     var coefficient = format({ maximumFractionDigits: data.digits.rule });
 
@@ -688,7 +689,7 @@
 
     // The architecture's fields, folded on a phone (opened for a custom model, a pasted config.json or an error in
     // them), open on a desk, where the result stays in view beside the inputs (calculator.css's two columns).
-    var arch = root.querySelector("#calc-arch");
+    var arch = find("#calc-arch");
     if (matchMedia("(min-width: 64rem)").matches) arch.open = true;
 
     // Each field's error line gets its id and describes its field here: the page carries them bare (they are empty
@@ -724,7 +725,7 @@
         field(f).setAttribute("aria-invalid", error ? "true" : "false");
       });
       var config = errors.extra || pasteError;
-      root.querySelector("#calc-config-error").textContent = config ? message(config) : "";
+      find("#calc-config-error").textContent = config ? message(config) : "";
       field("config").setAttribute("aria-invalid", config ? "true" : "false");
       if (config || ARCH.some(function (f) { return errors[f]; })) arch.open = true;
     }
@@ -747,12 +748,12 @@
         if (box) box.hidden = !on;
         field(f).disabled = !on;
       });
-      root.querySelector("#calc-training").hidden = MODES.indexOf(raw.mode) < 1;
+      find("#calc-training").hidden = MODES.indexOf(raw.mode) < 1;
       if (blocked && blocked.id !== raw.model) unblock();  // the reader chose another model meanwhile
       if (blocked) return say(blocked.message);
       if (MODES.indexOf(raw.mode) > 0 && !window.gpumemTraining) return say(training());
       history.replaceState(null, "", "?" + toQuery(raw, pasted));
-      root.querySelector("#calc-link").value = location.href;
+      find("#calc-link").value = location.href;
       var checked = validate(data, raw, pasted);
       showErrors(checked.errors || {});
       showNotices();
@@ -760,29 +761,29 @@
       if (checked.errors) return say(text.invalid);
       if (!checked.state.gguf && !counter) return load(raw.model, function () {}, loadConfig());  // config.js counts its GGUF files
       root.classList.remove("invalid");
-      var total = root.querySelector('[data-result="total-gb"]');
-      var summary = root.querySelector("#calc-summary");
+      var total = find('[data-result="total-gb"]');
+      var summary = find("#calc-summary");
       var s = checked.state;
       summary.textContent = "";
       summary.hidden = false;
-      root.querySelector("#calc-sorting").hidden = s.mode !== "serve" || !data.speed;
+      find("#calc-sorting").hidden = s.mode !== "serve" || !data.speed;
       if (s.mode === "serve") renderServe(s, total, summary);
       else renderTraining(s, total, summary);
     }
 
     // A message in place of the result: the bar, the parts and the list are hidden meanwhile (style.css's .invalid).
     function say(words) {
-      var total = root.querySelector('[data-result="total-gb"]');
+      var total = find('[data-result="total-gb"]');
       total.textContent = words;
       total.removeAttribute("data-value");
-      root.querySelector("#calc-summary").hidden = true;
+      find("#calc-summary").hidden = true;
       root.classList.add("invalid");
     }
 
     // The presets: the list of every model fills the choice once fetched; a model whose preset the page lacks shows
     // "loading" until its file comes, or that it could not be loaded (never another model's figures).
     var list = getJson(presetsAt() + ".json"), names = {}, listProblem = "", blocked = null;
-    var results = root.querySelector("#calc-results");
+    var results = find("#calc-results");
     list.then(function (rows) {
       var select = field("model"), chosen = select.value, items = document.createDocumentFragment();
       items.appendChild(select.options[0]);  // "custom", in the page's language
@@ -887,7 +888,7 @@
     // The link's notices (readLink), each until the reader changes the field it names (the context and output too,
     // for the prompt's).
     function showNotices() {
-      var box = root.querySelector("#calc-notices");
+      var box = find("#calc-notices");
       box.textContent = "";
       notices.forEach(function (n) {
         var values = { name: n.name, value: n.value, used: n.used && shownChoice(n.name, n.used) };
@@ -908,7 +909,7 @@
 
     // Beside the result: what the parameter count estimated and by which rule, or that the fields are still a preset's.
     function showEstimate(raw, state) {
-      var box = root.querySelector("#calc-estimated"), estimated = state && state.estimated, r = data.estimate, words = "";
+      var box = find("#calc-estimated"), estimated = state && state.estimated, r = data.estimate, words = "";
       if (estimated) {
         words = fill(text.estimated, { models: number.format(r.models), layers: powerLaw(r.layers), hidden: powerLaw(r.hidden),
           fields: Object.keys(estimated).map(function (f) {
@@ -946,19 +947,19 @@
       }) : need.fits;
       renderList(data.speed ? "serve" : "plain", found, speedCells, claimOf(s), s.sort);
       renderLegend(rulesFor({ more: number.format(data.comfortableRequests), tokens: number.format(s.context) }));
-      root.querySelector("#calc-order").textContent = fill(text.orders[s.sort], { requests: number.format(s.batch) });
-      root.querySelector("#calc-lengths").textContent = fill(text.lengths, { prompt: number.format(s.prompt), output: number.format(s.output) });
-      var counts = root.querySelector("#calc-counts");
+      find("#calc-order").textContent = fill(text.orders[s.sort], { requests: number.format(s.batch) });
+      find("#calc-lengths").textContent = fill(text.lengths, { prompt: number.format(s.prompt), output: number.format(s.output) });
+      var counts = find("#calc-counts");
       counts.textContent = need.runtimeName === "vllm"
         ? fill(text.countsVllm, { heads: number.format(s.arch.heads), kv_heads: number.format(s.arch.kvHeads),
           counts: need.validCounts.map(String).join(", ") })
         : text.countsLlamacpp;
-      root.querySelector("#calc-note").textContent = [text.serveNote].concat(refusedText(need.refused)).join(" ");
-      var launch = root.querySelector("#calc-launch");
+      find("#calc-note").textContent = [text.serveNote].concat(refusedText(need.refused)).join(" ");
+      var launch = find("#calc-launch");
       if (launch) {
         launch.hidden = false;
-        root.querySelector("#calc-launch-code").textContent = need.launch.text;
-        root.querySelector("#calc-launch-engine").textContent = fill(text.launchEngine, {
+        find("#calc-launch-code").textContent = need.launch.text;
+        find("#calc-launch-engine").textContent = fill(text.launchEngine, {
           engine: data.deployment.runtimeNames[need.launch.engine], version: need.launch.version });
       }
     }
@@ -988,15 +989,15 @@
       renderParts(run.parts, run.perGpu / 1e9, { overhead: "cuda" });
       renderList("train", run.fits, function (c) { return [gb(c.card / 1e9)]; });
       renderLegend(text.trainRules);
-      root.querySelector("#calc-counts").textContent = fill(text.trainCounts, { count: number.format(s.gpus) });
-      root.querySelector("#calc-note").textContent = text.trainNote;
-      var launch = root.querySelector("#calc-launch");
+      find("#calc-counts").textContent = fill(text.trainCounts, { count: number.format(s.gpus) });
+      find("#calc-note").textContent = text.trainNote;
+      var launch = find("#calc-launch");
       if (launch) launch.hidden = true;
     }
 
     // The parts list and bar: [part, data-result, bytes] per GPU, out of `whole` GB; `relabel`: labels not the part's.
     function renderParts(parts, whole, relabel) {
-      var list = root.querySelector("#calc-parts"), bar = root.querySelector("#calc-bar"), labels = [];
+      var list = find("#calc-parts"), bar = find("#calc-bar"), labels = [];
       list.textContent = "";
       bar.textContent = "";
       parts.forEach(function (part) {
@@ -1044,7 +1045,7 @@
       return columns === "serve" ? all : columns === "plain" ? [all[0], all[1], rent] : [all[0], all[1], text.memoryColumn, rent];
     }
     function renderHeads(columns, sort) {
-      var row = root.querySelector("thead tr"), key = function (i) { return columns === "serve" && data.sorts[i - 1]; };
+      var row = find("thead tr"), key = function (i) { return columns === "serve" && data.sorts[i - 1]; };
       if (heads !== columns) {
         heads = columns;
         row.textContent = "";
@@ -1063,7 +1064,7 @@
     // card) and its rent link (with the workload it holds, `claim`), or the row saying none; the brief above the
     // result names the first one.
     function renderList(columns, found, cells, claim, sort) {
-      var list = root.querySelector("#calc-options"), rows = document.createDocumentFragment(), first = found[0];
+      var list = find("#calc-options"), rows = document.createDocumentFragment(), first = found[0];
       renderHeads(columns, sort);
       if (!found.length) rows.appendChild(element("tr", "")).appendChild(element("td", text.none, { colspan: String(labels(columns).length) }));
       found.forEach(function (c) {
@@ -1076,14 +1077,14 @@
       list.textContent = "";
       list.appendChild(rows);  // one change to the page, not one per row
       var values = first && { count: number.format(first.count), gpu: first.name, price: money.format(first.price) };
-      root.querySelector("#calc-best").textContent = !first ? text.none
+      find("#calc-best").textContent = !first ? text.none
         : first.speed ? fill(text.bestLine, Object.assign(values, { speed: number.format(first.speed.aggregate) })) : fill(text.fitOption, values);
       shorten();
     }
 
     // Under the table: what comfortable and tight mean here.
     function renderLegend(rules) {
-      var legend = root.querySelector("#calc-legend");
+      var legend = find("#calc-legend");
       legend.textContent = "";
       ["comfortable", "tight"].forEach(function (tag, i) {
         legend.appendChild(element("span", text[tag], { "class": tag }));
@@ -1093,7 +1094,7 @@
 
     // The cheapest configurations only, and a button that shows every one.
     function shorten() {
-      var items = root.querySelector("#calc-options").rows, more = root.querySelector("#calc-more");
+      var items = find("#calc-options").rows, more = find("#calc-more");
       var shown = data.shownConfigurations;
       Array.prototype.forEach.call(items, function (item, index) { item.hidden = index >= shown; });
       more.hidden = items.length <= shown;
@@ -1187,7 +1188,7 @@
     }
     form.addEventListener("input", changed);
     // A sorting heading sets the form's sort field (the link's sort=) and shows the rows in its order.
-    root.querySelector("thead").addEventListener("click", function (event) {
+    find("thead").addEventListener("click", function (event) {
       var button = event.target.closest("button");
       if (!button) return;
       field("sort").value = button.getAttribute("data-sort");
@@ -1195,15 +1196,15 @@
       render();
     });
     form.addEventListener("submit", function (event) { event.preventDefault(); });
-    root.querySelector("#calc-copy").addEventListener("click", function () {
-      var link = root.querySelector("#calc-link"), status = root.querySelector("#calc-copied");
+    find("#calc-copy").addEventListener("click", function () {
+      var link = find("#calc-link"), status = find("#calc-copied");
       link.select();
       var done = function () { status.textContent = text.copied; };
       if (navigator.clipboard) navigator.clipboard.writeText(link.value).then(done, function () { document.execCommand("copy"); done(); });
       else { document.execCommand("copy"); done(); }
     });
-    root.querySelector("#calc-more").addEventListener("click", function () {
-      var items = root.querySelector("#calc-options").rows;
+    find("#calc-more").addEventListener("click", function () {
+      var items = find("#calc-options").rows;
       Array.prototype.forEach.call(items, function (item) { item.hidden = false; });
       this.hidden = true;
       if (items[data.shownConfigurations]) items[data.shownConfigurations].querySelector("a").focus();

@@ -112,6 +112,7 @@
         if (kind === "minimax_m2") attentionParams += (heads + kvHeads) * headDim;  // q and k norms over every head
         attention = countWindow(k, f, kind, layers);
         if (k.fusedQkv.indexOf(kind) >= 0) attention = Object.assign({ fused: 1 }, attention);  // gguf.FUSED_QKV
+        if (kind === "minimax_m2") attention = Object.assign({ qkNormLayer: 1 }, attention);  // all-reduced (speed.allreduces)
       }
       var norms = (k.fourNormKinds.indexOf(kind) >= 0 ? k.fourNorms : 2) * hidden;
       var mlp = countMlp(k, f, kind, hidden, layers);
@@ -547,6 +548,9 @@
     var attention = { kind: a.kind, window: count("window"), slidingLayers: count("slidingLayers"), latent: count("latent") };
     if (a.kind === "mla") { attention.rank = count("rank"); attention.vDim = count("vDim"); }
     ["qLora", "fused", "globalKvHeads", "globalHeadDim"].forEach(function (name) { var n = f.count(name, 0, 0); if (n) attention[name] = n; });
+    var norm = get(a, "qkNormLayer", 0);  // 1: q and k normed over every head (models.yaml's qk_norm per_layer)
+    if (norm !== 0 && norm !== 1) throw ["extraChoice", { field: "attention.qkNormLayer", kinds: [0, 1], value: shown(k, norm) }];
+    if (norm) attention.qkNormLayer = 1;
     var index = a.kind === "mla" ? f.count("indexBytes", 0, 0) : 0;  // DSA's indexer key, left out without one
     if (index) attention.indexBytes = index;
     var vision = get(e, "vision", null), most = data.limits.max_params_b;

@@ -15,7 +15,7 @@
 
   // Efficiency.bandwidth: HBM stacks or GDDR chips.
   function bandwidthShare(efficiency, gpu) {
-    return gpu.memoryType.toUpperCase().indexOf("HBM") === 0 ? efficiency.bandwidthHbm : efficiency.bandwidthGddr;
+    return /^HBM/i.test(gpu.memoryType) ? efficiency.bandwidthHbm : efficiency.bandwidthGddr;
   }
 
   // One direction of the GPU-to-GPU path: the link, or PCIe when a bridge joins fewer cards than used.
@@ -65,11 +65,16 @@
     return arch.layers * (arch.blocksPerLayer || 2);
   }
 
+  // speed.allreduces: one a residual block, and one more an attention layer whose q and k norms span every head.
+  function allreduces(arch) {
+    return blocks(arch) + (arch.attention.qkNormLayer ? memory().attentionLayers(arch) : 0);
+  }
+
   function allreduceS(data, s, gpu, gpus, tokens, runtime) {
     if (gpus === 1) return 0;
     var size = tokens * s.arch.hidden * data.speed.activationBytes;
     var ring = 2 * (gpus - 1) / gpus * size / linkBytesPerS(data, gpu, gpus);
-    return blocks(s.arch) * (ring + data.speed.efficiency[runtime].allreduceS[linkPath(gpu, gpus)]);
+    return blocks(s.arch) * ring + allreduces(s.arch) * data.speed.efficiency[runtime].allreduceS[linkPath(gpu, gpus)];
   }
 
   // Python's round() of a context (never negative): half to even.
@@ -125,7 +130,7 @@
     var link = 0;
     if (runtime !== "llama.cpp" && gpus > 1) {
       link = allreduceS(data, s, gpu, gpus, prompt, runtime)
-        + (passes - 1) * blocks(s.arch) * efficiency.allreduceS[linkPath(gpu, gpus)];
+        + (passes - 1) * allreduces(s.arch) * efficiency.allreduceS[linkPath(gpu, gpus)];
     }
     return Math.max(compute, read) + link + passes * layerOverhead(data, s, fmt, efficiency);
   }
