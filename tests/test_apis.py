@@ -176,9 +176,9 @@ def test_the_cheapest_configuration_per_token_and_its_cost_at_each_utilisation()
         "rtx-3090",
     )
     assert hosted.fit.configuration.price_per_hour == 0.19
-    assert round(hosted.speed.aggregate_tokens_per_s, 3) == 428.81
-    # $0.19 / (428.81 tokens/s x 3,600 s) x 1e6 = $0.1231 per million at 100 %, ten times that at 10 %
-    assert [round(hosted.at(u), 6) for u in guide().setting.utilisations] == [1.230797, 0.246159, 0.12308]
+    assert round(hosted.speed.aggregate_tokens_per_s, 3) == 427.674
+    # $0.19 / (427.674 tokens/s x 3,600 s) x 1e6 = $0.1234 per million at 100 %, ten times that at 10 %
+    assert [round(hosted.at(u), 6) for u in guide().setting.utilisations] == [1.234065, 0.246813, 0.123407]
 
 
 def test_the_break_even_volume_against_an_api():
@@ -186,27 +186,27 @@ def test_the_break_even_volume_against_an_api():
     # The API at this load: $0.20 output + $0.10 input x 1,000 / 500 prompt tokens per output token = $0.40 per million
     assert offer.usd_per_million_at_load == 0.4
     # Renting all day: $0.19 x 24 = $4.56, over $0.40 per million = 11.4 million output tokens a day,
-    # 30.8 % of the 428.81 x 86,400 = 37.05 million the RTX 3090 produces at this load
-    assert (offer.breakeven_tokens_per_day, round(offer.breakeven_utilisation, 4), offer.reachable) == (11_400_000.0, 0.3077, True)
+    # 30.9 % of the 427.674 x 86,400 = 36.95 million the RTX 3090 produces at this load
+    assert (offer.breakeven_tokens_per_day, round(offer.breakeven_utilisation, 4), offer.reachable) == (11_400_000.0, 0.3085, True)
     # In requests of the load's 500 output tokens: 11.4 million / 500 = 22,800 a day
     assert offer.breakeven_requests_per_day == 22_800.0
 
 
 def test_what_a_configuration_makes_in_a_day_at_full_use():
     hosted = guide().models[0].hosted
-    # 428.81 output tokens/s x 86,400 s = 37.05 million a day: the denominator of a reader's utilisation
-    assert round(hosted.tokens_per_day, 3) == 37_049_153.535
-    assert round(hosted.tokens_per_day / 500, 3) == 74_098.307  # requests of the load's 500 output tokens
+    # 427.674 output tokens/s x 86,400 s = 36.95 million a day: the denominator of a reader's utilisation
+    assert round(hosted.tokens_per_day, 3) == 36_951_041.523
+    assert round(hosted.tokens_per_day / 500, 3) == 73_902.083  # requests of the load's 500 output tokens
 
 
 def test_a_volume_a_day_becomes_a_utilisation_and_a_cost():
     hosted = guide().models[0].hosted
-    # 5 million output tokens a day on the RTX 3090 ($4.56 a day): 13.5 % of its 37.05 million, $4.56 / 5 = $0.912 per million
-    assert (round(hosted.utilisation(5_000_000), 6), round(hosted.at_volume(5_000_000), 9)) == (0.134956, 0.912)
+    # 5 million output tokens a day on the RTX 3090 ($4.56 a day): 13.5 % of its 36.95 million, $4.56 / 5 = $0.912 per million
+    assert (round(hosted.utilisation(5_000_000), 6), round(hosted.at_volume(5_000_000), 9)) == (0.135314, 0.912)
     # 20,000 requests of 500 output tokens are 10 million output tokens: $4.56 / 10 = $0.456 per million
     assert requests_tokens(20_000, 500) == 10_000_000
-    assert (round(hosted.utilisation(10_000_000), 6), round(hosted.at_volume(10_000_000), 9)) == (0.269912, 0.456)
-    # 100 million a day is 270 % of one: three of them, each rented all day, $13.68 / 100 = $0.1368 per million
+    assert (round(hosted.utilisation(10_000_000), 6), round(hosted.at_volume(10_000_000), 9)) == (0.270628, 0.456)
+    # 100 million a day is 271 % of one: three of them, each rented all day, $13.68 / 100 = $0.1368 per million
     assert (configurations_needed(hosted.utilisation(100_000_000)), round(hosted.at_volume(100_000_000), 9)) == (3, 0.1368)
     # At a utilisation the table shows, the volume's cost is the table's
     assert hosted.at_volume(hosted.tokens_per_day * 0.5) == pytest.approx(hosted.at(0.5), rel=1e-12)
@@ -240,7 +240,7 @@ def test_the_script_data_holds_the_load_and_each_model_s_prices():
 def test_apis_are_listed_cheapest_at_the_load_first():
     seventy = guide().models[1]
     assert [(o.price.provider, round(o.usd_per_million_at_load, 6)) for o in seventy.apis] == [("Example API", 2.0), ("Other API", 2.7)]
-    assert seventy.hosted.fit.configuration.count == 8 and round(seventy.hosted.usd_per_million, 6) == 1.478963
+    assert seventy.hosted.fit.configuration.count == 8 and round(seventy.hosted.usd_per_million, 6) == 1.476785
 
 
 def test_a_price_seen_more_than_the_limit_before_the_snapshot_is_marked(root):
@@ -303,7 +303,7 @@ def test_the_page_shows_the_figures(built_site: Path):
     )
     assert (
         "Take Llama 3.1 8B: the cheapest configuration per token on offer is 1 × RTX 3090 at $0.19 per hour. At this load it produces "
-        "about 429 output tokens per second, so a million output tokens costs $0.12 when it never rests and $1.23 when it is busy 10% "
+        "about 428 output tokens per second, so a million output tokens costs $0.12 when it never rests and $1.23 when it is busy 10% "
         "of the time. Renting it all day costs the same as Example API at 11.4 million output tokens a day; at this load the "
         "configuration produces at most 37 million a day."
     ) in html
@@ -445,17 +445,17 @@ def test_the_script_recomputes_the_cost_like_python(page, site_url: str):
 
 
 def test_typing_tokens_a_day_updates_each_row_to_python_s_figure(page, site_url: str):
-    """A reader's "5 million output tokens a day": 13 % of the RTX 3090's 37 million, $0.912 per million, dearer than
+    """A reader's "5 million output tokens a day": 14 % of the RTX 3090's 37 million, $0.912 per million, dearer than
     Example API's $0.40; 20 % of the 70B configuration's 24.7 million, $7.296, dearer than $2.00."""
     page.goto(site_url + "/en/guides/self-hosting-vs-api/")
     eight, seventy = guide().models
     page.fill("#api-tokens", "5000000")
     assert page.input_value("#api-utilisation") == "" and page.text_content("#api-error") == ""
     assert yours(page) == [
-        ["llama-3.1-8b", eight.hosted.at_volume(5_000_000), "$0.91 (13% busy; dearer than the cheapest API)"],
+        ["llama-3.1-8b", eight.hosted.at_volume(5_000_000), "$0.91 (14% busy; dearer than the cheapest API)"],
         ["llama-3.3-70b", seventy.hosted.at_volume(5_000_000), "$7.30 (20% busy; dearer than the cheapest API)"],
     ]
-    # 100 million a day takes three RTX 3090 configurations (270 %) and five of the 70B's (405 %)
+    # 100 million a day takes three RTX 3090 configurations (271 %) and five of the 70B's (405 %)
     page.fill("#api-tokens", "100000000")
     assert yours(page) == [
         ["llama-3.1-8b", eight.hosted.at_volume(100_000_000), "$0.14 (3 of them, each 90% busy; cheaper than the cheapest API)"],
@@ -473,7 +473,7 @@ def test_requests_a_day_with_their_lengths_price_the_api_at_those_lengths(page, 
     page.fill("#api-output", "250")
     assert page.input_value("#api-requests") == "20000" and page.input_value("#api-tokens") == ""
     assert yours(page) == [
-        ["llama-3.1-8b", eight.hosted.at_volume(5_000_000), "$0.91 (13% busy; cheaper than the cheapest API)"],
+        ["llama-3.1-8b", eight.hosted.at_volume(5_000_000), "$0.91 (14% busy; cheaper than the cheapest API)"],
         ["llama-3.3-70b", seventy.hosted.at_volume(5_000_000), "$7.30 (20% busy; cheaper than the cheapest API)"],
     ]
 

@@ -206,7 +206,7 @@ def test_the_cost_follows_the_prompt_and_output_the_form_holds(scripts: Scripts)
     for got, lengths in ((short, (1000, 1000)), (long, (31768, 1000))):
         want = python_serving(7, 32768, lengths)
         assert got["cost"] == [[f.configuration.gpu.id, f.configuration.count, s.usd_per_million_output_tokens] for f, s in want.rows]
-    assert (round(short["cost"][0][2], 2), round(long["cost"][0][2], 2)) == (0.97, 1.79)
+    assert (round(short["cost"][0][2], 2), round(long["cost"][0][2], 2)) == (0.98, 1.8)
 
 
 def test_the_form_refuses_a_prompt_and_output_beyond_the_context(scripts: Scripts):

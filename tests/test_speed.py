@@ -52,18 +52,18 @@ def test_one_request_reads_the_weights_and_its_cache_each_step(found):
     tokens of an hour."""
     model, gpu, rules = found.model("llama-3.1-8b"), found.gpu("h100-sxm"), found.rules.speed
     vllm = rules.efficiency["vllm"]
-    assert (vllm.bandwidth_hbm, vllm.layer_overhead_s) == (0.75, 68e-6)
+    assert (vllm.bandwidth_hbm, vllm.layer_overhead_s) == (0.76, 71e-6)
     fmt, kv = formats(found, "bf16", "bf16")
     result = speed(rules, model, fmt, kv, gpu, 1, Load(1, 1000, 1000), price_per_hour=2.07)
     read = weights_bytes(model, fmt) + kv_cache_bytes_per_gpu(model.arch, kv, 1500, 1, 1)
     assert read == 16_060_522_496 + 196_608_000
-    assert result.step.memory_s == pytest.approx(read / (3.35e12 * 0.75), rel=1e-12)
-    assert result.step.overhead_s == pytest.approx(32 * 68e-6, rel=1e-12)
-    assert result.decode_tokens_per_s_per_request == pytest.approx(115.654, abs=1e-3)
+    assert result.step.memory_s == pytest.approx(read / (3.35e12 * 0.76), rel=1e-12)
+    assert result.step.overhead_s == pytest.approx(32 * 71e-6, rel=1e-12)
+    assert result.decode_tokens_per_s_per_request == pytest.approx(115.509, abs=1e-3)
     prefill = result.ttft_s - result.step.seconds
     assert result.aggregate_tokens_per_s == pytest.approx(1000 / (prefill + 1000 * result.step.seconds), rel=1e-12)
     assert result.usd_per_million_output_tokens == pytest.approx(2.07 / (result.aggregate_tokens_per_s * 3600) * 1e6, rel=1e-12)
-    assert round(result.usd_per_million_output_tokens, 4) == 4.9832
+    assert round(result.usd_per_million_output_tokens, 4) == 4.9895
     assert speed(rules, model, fmt, kv, gpu, 1, Load(1, 1000, 1000)).usd_per_million_output_tokens is None
 
 
@@ -72,7 +72,7 @@ def test_a_mixture_of_experts_adds_its_own_time_per_layer(found):
     time per step is 48 x (vLLM's time per layer + its MoE layers' own); Llama 3.1 8B's is 32 x the time per layer."""
     rules, gpu = found.rules.speed, found.gpu("h100-sxm")
     vllm = rules.efficiency["vllm"]
-    assert (vllm.layer_overhead_s, vllm.layer_overhead_moe_s) == (68e-6, 32e-6)
+    assert (vllm.layer_overhead_s, vllm.layer_overhead_moe_s) == (71e-6, 33e-6)
     fmt, kv = formats(found, "bf16", "bf16")
     moe = speed(rules, found.model("qwen3-30b-a3b"), fmt, kv, gpu, 1, Load(1, 0, 100)).step.overhead_s
     dense = speed(rules, found.model("llama-3.1-8b"), fmt, kv, gpu, 1, Load(1, 0, 100)).step.overhead_s
@@ -100,16 +100,16 @@ def test_two_pcie_cards_with_peer_access_take_the_engines_own_all_reduce(found):
     """vLLM runs its own all-reduce on two PCIe cards that reach each other's memory (RTX PRO 6000: the link's fixed
     cost) and leaves it to NCCL on more cards, without peer access (RTX 5090) or where it is not known (RTX 6000
     Ada); a bridge's two cards are on the link. Llama 3.1 70B decodes one token with 160 all-reduces: on two RTX PRO
-    6000 each costs the link's 15 µs, not PCIe's 22 µs."""
+    6000 each costs the link's 15 µs, not PCIe's 20 µs."""
     pro, rtx5090, ada, a6000 = (found.gpu(name) for name in ("rtx-pro-6000-blackwell", "rtx-5090", "rtx-6000-ada", "rtx-a6000"))
     assert [link_path(pro, 2), link_path(pro, 4), link_path(rtx5090, 2), link_path(ada, 2)] == ["link", "pcie", "pcie", "pcie"]
     assert [link_path(a6000, 2), link_path(a6000, 4)] == ["link", "pcie"]
     rules, model = found.rules.speed, found.model("llama-3.1-70b")
     vllm = rules.efficiency["vllm"]
-    assert (vllm.allreduce_link_s, vllm.allreduce_pcie_s) == (15e-6, 22e-6)
+    assert (vllm.allreduce_link_s, vllm.allreduce_pcie_s) == (15e-6, 20e-6)
     unknown = replace(pro, link=replace(pro.link, p2p=None))
     own, nccl = allreduce_s(rules, model, pro, 2, 1, "vllm"), allreduce_s(rules, model, unknown, 2, 1, "vllm")
-    assert nccl - own == pytest.approx(160 * 7e-6, rel=1e-9)
+    assert nccl - own == pytest.approx(160 * 5e-6, rel=1e-9)
 
 
 def test_minimax_m2_all_reduces_its_q_and_k_norms_in_every_layer(found):

@@ -15,12 +15,12 @@ def test_one_configuration_gives_the_issue_fields():
         {
             "gpu": "h100-sxm",
             "count": 1,
-            "decode_tokens_per_s_per_request": 115.654,
-            "aggregate_tokens_per_s": 115.388,
-            "ttft_s": 0.028563,
+            "decode_tokens_per_s_per_request": 115.509,
+            "aggregate_tokens_per_s": 115.242,
+            "ttft_s": 0.02867,
             "price_per_hour": 2.07,
-            "usd_per_million_output_tokens": 4.983189,
-            "usd_per_million_input_tokens": 0.011452,
+            "usd_per_million_output_tokens": 4.98949,
+            "usd_per_million_input_tokens": 0.011507,
         }
     ]
 

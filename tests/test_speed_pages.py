@@ -87,12 +87,12 @@ def test_the_pages_load_is_stated_in_rules_yaml():
 def test_model_page_rows_for_llama_3_1_70b():
     table = model_speed(CATALOG, model_page(CATALOG, SHOP, CATALOG.model("llama-3.1-70b")))
     assert [numbers(row) for row in table.rows] == [
-        ("bf16", 8, "rtx-3090", 1.52, 34.47, 325.16, 0.4653, 12.4323, 1.2985),
-        ("fp8", 4, "rtx-3090", 0.76, 33.73, None, 0.7294, 6.4068, None),
-        ("awq", 1, "l40s", 0.44, 18.17, None, 0.7923, 6.818, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
+        ("bf16", 8, "rtx-3090", 1.52, 34.57, 325.7, 0.4651, 12.3985, 1.2964),
+        ("fp8", 4, "rtx-3090", 0.76, 33.82, None, 0.7292, 6.3899, None),
+        ("awq", 1, "l40s", 0.44, 18.11, None, 0.7926, 6.8376, None),  # one 48 GB card holds it at vLLM 0.33.0's 0.92
         ("q4_k_m", 2, "rtx-3090", 0.38, 17.4, None, 2.98, 6.3761, None),  # 39.59 GiB of GGUF tensors: two 24 GB cards
-        ("bf16", 8, "l40s", 3.52, 32.61, 429.31, 0.2387, 30.1894, 2.2775),
-        ("bf16", 2, "b300", 9.2, 50.91, 760.22, 0.0662, 50.3174, 3.3616),
+        ("bf16", 8, "l40s", 3.52, 32.69, 430.25, 0.2385, 30.1111, 2.2726),
+        ("bf16", 2, "b300", 9.2, 50.69, 757.33, 0.0666, 50.5346, 3.3744),
     ]
     for row in table.rows:
         assert_engine_figures(row, row.configuration.price_per_hour)
@@ -123,23 +123,23 @@ def test_the_cheapest_per_token_is_marked_in_words(built_site):
         "Per million output tokens, one request",
         "Per million output tokens, 16 requests",
     ]
-    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "34.5", "325.2", "0.47 s", "$1.52", "$12.43", "$1.30 cheapest"]
+    assert shown[1] == ["8 × RTX 3090, BF16 · vLLM* Rent on Arrakis", "34.6", "325.7", "0.47 s", "$1.52", "$12.40", "$1.30 cheapest"]
     assert shown[2] == [
         "4 × RTX 3090, FP8 · vLLM* Rent on Arrakis",
-        "33.7",
+        "33.8",
         "does not hold them",
         "0.73 s",
         "$0.76",
-        "$6.41",
+        "$6.39",
         "does not hold them",
     ]
     assert shown[3] == [
         "1 × L40S, AWQ 4-bit · vLLM Rent on Arrakis",
-        "18.2",
+        "18.1",
         "does not hold them",
         "0.79 s",
         "$0.44",
-        "$6.82",
+        "$6.84",
         "does not hold them",
     ]
     assert shown[4] == [
@@ -160,27 +160,27 @@ def test_gpu_page_rows_for_the_rtx_4090(built_site):
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-4090")))
     assert table.price_per_gpu_hour == 0.38
     first = table.rows[0]
-    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 52.21, 667.57, 0.1276, 2.0331, 0.1581)
+    assert numbers(first) == ("bf16", 1, "rtx-4090", 0.38, 51.95, 664.86, 0.1278, 2.0433, 0.1588)
     assert first.model.id == "llama-3.1-8b"
     for row in table.rows:
         assert_engine_figures(row, 0.38)
     shown = table_rows(built_site / "en/gpus/rtx-4090/index.html")
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests", "Per million output tokens, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "52.2", "667.6", "$0.16"]  # a measured vLLM card: no *
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "52", "664.9", "$0.16"]  # a measured vLLM card: no *
 
 
 def test_a_gpu_not_on_offer_shows_speed_and_no_price(built_site):
     assert "rtx-5090" not in SHOP.markets
     table = gpu_speed(CATALOG, gpu_page(CATALOG, SHOP, CATALOG.gpu("rtx-5090")))
     assert table.price_per_gpu_hour is None
-    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 85.28, 1078.65, 0.0977, None, None)
+    assert numbers(table.rows[0]) == ("bf16", 1, "rtx-5090", 0.0, 84.59, 1071.61, 0.0979, None, None)
     for row in table.rows:
         assert_engine_figures(row, None)
         assert row.price_per_hour is None
     page = built_site / "en/gpus/rtx-5090/index.html"
     shown = table_rows(page)
     assert shown[0] == ["Model", "Tokens/s, one request", "Tokens/s in all, 16 requests"]
-    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "85.3", "1,078.7"]
+    assert shown[1] == ["Llama 3.1 8B (BF16) · vLLM", "84.6", "1,071.6"]
     assert "The RTX 5090 is not on offer in this snapshot, so the table shows tokens per second and no price." in page.read_text()
     assert not any("$" in cell for row in shown for cell in row)
 
@@ -196,23 +196,23 @@ def picks(fmt: str, label: str):
         (
             "70B",
             "bf16",
-            ("bf16", 8, "b300", 36.8, 92.63, 1406.53, 0.0327, 110.5735, 7.2677),
-            ("bf16", 8, "rtx-3090", 1.52, 34.47, 325.16, 0.4653, 12.4323, 1.2985),
-            ("bf16", 8, "rtx-3090", 1.52, 34.47, 325.16, 0.4653, 12.4323, 1.2985),
+            ("bf16", 8, "b300", 36.8, 90.94, 1381.87, 0.0331, 112.6325, 7.3974),
+            ("bf16", 8, "rtx-3090", 1.52, 34.57, 325.7, 0.4651, 12.3985, 1.2964),
+            ("bf16", 8, "rtx-3090", 1.52, 34.57, 325.7, 0.4651, 12.3985, 1.2964),
         ),
         (
             "32B",
             "awq",  # one RTX 3090 holds one request, not 16: the busy pick is an L40S
-            ("awq", 8, "b300", 36.8, 140.19, 2118.87, 0.0232, 73.0831, 4.8244),
-            ("awq", 1, "rtx-3090", 0.19, 37.07, None, 1.7492, 1.5147, None),
-            ("awq", 1, "l40s", 0.44, 34.69, 385.75, 0.3704, 3.5649, 0.3168),
+            ("awq", 8, "b300", 36.8, 137.82, 2084.91, 0.0234, 74.3376, 4.903),
+            ("awq", 1, "rtx-3090", 0.19, 36.89, None, 1.7494, 1.5215, None),
+            ("awq", 1, "l40s", 0.44, 34.54, 384.55, 0.3707, 3.5806, 0.3178),
         ),
         (
             "405B",
             "fp8",
-            ("fp8", 8, "b300", 36.8, 47.79, 718.3, 0.0752, 214.435, 14.2312),
-            ("fp8", 2, "b300", 9.2, 21.46, 321.92, 0.1718, 119.391, 7.9384),
-            ("fp8", 2, "b300", 9.2, 21.46, 321.92, 0.1718, 119.391, 7.9384),
+            ("fp8", 8, "b300", 36.8, 47.2, 709.75, 0.0759, 217.1517, 14.4026),
+            ("fp8", 2, "b300", 9.2, 21.5, 322.44, 0.1721, 119.2067, 7.9257),
+            ("fp8", 2, "b300", 9.2, 21.5, 322.44, 0.1721, 119.2067, 7.9257),
         ),
     ],
 )
@@ -235,9 +235,9 @@ def test_the_guide_page_shows_its_picks(built_site):
         " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td>(.*?)</td>", row[: row.index("</tr>")], re.S)
     ]
     assert cells == [
-        "8 × B300 · vLLM* 92.6 tokens/s $36.80 per hour $110.57 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 34.5 tokens/s $1.52 per hour $12.43 per million output tokens Rent on Arrakis",
-        "8 × RTX 3090 · vLLM* 325.2 tokens/s $1.52 per hour $1.30 per million output tokens Rent on Arrakis",
+        "8 × B300 · vLLM* 90.9 tokens/s $36.80 per hour $112.63 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 34.6 tokens/s $1.52 per hour $12.40 per million output tokens Rent on Arrakis",
+        "8 × RTX 3090 · vLLM* 325.7 tokens/s $1.52 per hour $1.30 per million output tokens Rent on Arrakis",
     ]
 
 
@@ -245,8 +245,8 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     """Each speed table quotes the error on measurements left out of the fit (vLLM's and llama.cpp's, the pages'
     engines), names the engines and versions, and says what the * of an unmeasured engine and GPU means."""
     sentence = (
-        "Estimates; on measurements left out of the fit, vLLM is off by 12.7% for one request (33 measurements), "
-        "18.9% under load (272), llama.cpp by 7.1% (121). See how speed is estimated. "
+        "Estimates; on measurements left out of the fit, vLLM is off by 12.6% for one request (33 measurements), "
+        "19.1% under load (272), llama.cpp by 7.1% (121). See how speed is estimated. "
         "Engines: vLLM 0.33.0 and llama.cpp 0c1e57098, those of the launch commands. "
         "*: no run of this engine on this GPU was measured."
     )
@@ -257,9 +257,9 @@ def test_every_speed_figure_says_it_is_an_estimate_and_links_the_method(built_si
     method = " ".join(html.unescape(re.sub(r"<[^>]+>", "", (built_site / "en/methodology/index.html").read_text())).split())
     assert "Speed and cost per token" in method
     assert (
-        "vLLM: Single-request decode: 31 of 33 measurements within 25%, mean error 12.7%, worst 25.8%. "
-        "Throughput under load: 226 of 272 within 35%, mean error 18.9%, worst 112.1%. "
-        "SGLang: Single-request decode: 14 of 27 measurements within 25%, mean error 46.2%, worst 192.7%."
+        "vLLM: Single-request decode: 31 of 33 measurements within 25%, mean error 12.6%, worst 25.8%. "
+        "Throughput under load: 227 of 272 within 35%, mean error 19.1%, worst 116.6%. "
+        "SGLang: Single-request decode: 14 of 29 measurements within 25%, mean error 45.1%, worst 192.7%."
     ) in method
     assert "llama.cpp: Single-request decode: 119 of 121 measurements within 25%, mean error 7.1%, worst 46.3%." in method
     assert '<h2 id="speed"><a href="#speed">Speed and cost per token</a></h2>' in (built_site / "en/methodology/index.html").read_text()

@@ -100,7 +100,7 @@ def link_path(gpu: Gpu, gpus: int) -> str:
     two GPUs (CustomAllreduce.__init__, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/distributed/device_communicators/custom_all_reduce.py#L253-L290);
     the same kernel runs over either wire, so two such PCIe cards take the link's fixed cost. Two such runs are
     measured (tests/measurements/speed.yaml) and they bracket it: 2 x RTX PRO 6000 (four points of one source), fitted
-    apart, came out 26 µs against the link's 15 and NCCL's 21 over PCIe, while 2 x L40S decodes 11 % faster than the
+    apart, came out 26 µs against the link's 15 and NCCL's 21 over PCIe, while 2 x L40S decodes 10 % faster than the
     figure at the link's cost. A card whose peer access is not known (gpus.yaml link.p2p) gets NCCL's."""
     link = gpu.link
     if link.kind == "pcie" and gpus == 2 and link.p2p:
