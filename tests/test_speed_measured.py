@@ -66,21 +66,24 @@ def test_the_fit_reproduces_the_engine_on_every_point():
         assert math.isclose(predict(t, rules.efficiency[t.engine]), engine, rel_tol=1e-9), t.id
 
 
-def test_the_fit_s_columns_give_predict_s_figures():
-    """The fit weighs a factor's grid in NumPy columns (fit_speed.Table): on every point, with each engine's factors,
-    they give predict's figure to 1e-12, and a column of candidate values gives one row of figures per value."""
-    rules = catalog().rules.speed
+def test_the_fit_s_columns_give_the_engine_s_figures():
+    """The fit weighs a factor's grid in NumPy columns (fit_speed.Table): the rows it picks for each engine's points,
+    with that engine's factors, give the engine's figure (as speed_table.predicted runs it) to 1e-9, and a column of
+    candidate values gives one loss per value, each the sum over the points at that value."""
+    found_catalog = catalog()
+    rules = found_catalog.rules.speed
     assert rules is not None
+    known, by_id = models(found_catalog), {p["id"]: p for p in points()}
     found = terms()
     table = Table(found)
     for engine in ENGINES:
         chosen = [t for t in found if t.engine == engine]
         rows = [table.row[id(t)] for t in chosen]
-        factors = vars(rules.efficiency[engine])
-        figures = predict_all({name: column[rows] for name, column in table.columns.items()}, factors)
+        figures = predict_all({name: column[rows] for name, column in table.columns.items()}, vars(rules.efficiency[engine]))
         assert figures.shape == (len(chosen),)
         for t, figure in zip(chosen, figures, strict=True):
-            assert math.isclose(figure, predict(t, rules.efficiency[engine]), rel_tol=1e-12), t.id
+            p = by_id[t.id]
+            assert math.isclose(figure, predicted(p, found_catalog, model_of(known, p), rules), rel_tol=1e-9), t.id
     vllm = rules.efficiency["vllm"]
     decode = [t for t in found if t.engine == "vllm" and t.check == "decode"][:2]
     losses = table.losses(decode, vllm, "bandwidth_hbm", [0.5, vllm.bandwidth_hbm])

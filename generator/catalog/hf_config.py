@@ -119,10 +119,11 @@ def count(config: dict[str, Any], limits: Mapping[str, float]) -> Counted:
                 attention_params += heads * head_dim + 2 * kv_heads * head_dim + hidden + heads  # biases and sinks
             if kind in QK_NORM or (kind == "glm4_moe" and switch(config, "use_qk_norm", False)):
                 attention_params += 2 * head_dim
-            if kind == "minimax_m2":  # its q and k norms span every head (qk_norm_type per_layer)
+            norm = ""
+            if kind == "minimax_m2":  # its q and k norms span every head (qk_norm_type per_layer), all-reduced under TP
                 attention_params += (heads + kv_heads) * head_dim
+                norm = "per_layer"
             attention = _window(f, kind, layers)
-            norm = "per_layer" if kind == "minimax_m2" else ""  # all-reduced under tensor parallelism (engines/speed.allreduces)
             attention = dataclasses.replace(attention, fused_qkv=kind in gguf.FUSED_QKV, qk_norm=norm)
         norms = (4 if kind in FOUR_NORMS else 2) * hidden
         mlp, active_mlp, experts, intermediate = _mlp(f, kind, hidden, layers)

@@ -46,7 +46,7 @@ MODEL_FIELDS = (
 ).split()
 EXPERT_FIELDS = ("count", "active", "intermediate", "shared", "dense_layers", "projections", "width")
 ATTENTION_FIELDS = {
-    "full": ("kind", "global_kv_heads", "global_head_dim", "qk_norm"),
+    "full": ("kind", "global_kv_heads", "global_head_dim"),
     "sliding": ("kind", "window", "sliding_layers", "global_kv_heads", "global_head_dim"),
     "chunked": ("kind", "window", "sliding_layers"),
     "mla": ("kind", "kv_lora_rank", "qk_rope_head_dim", "q_lora_rank", "v_head_dim", "index_bytes"),
@@ -54,7 +54,9 @@ ATTENTION_FIELDS = {
 # DSA's indexer: an MLA model without one caches the latent alone; DeepSeek-V2-Lite projects its queries directly.
 # Gemma 4's full layers keep their own KV heads and head size beside its sliding layers'.
 OPTIONAL_ATTENTION = ("index_bytes", "q_lora_rank", "global_kv_heads", "global_head_dim")
-# A config's qk_norm_type where its q and k norms span every head (MiniMax M2); per-head norms change no figure.
+# Words beside the numbers: a config's qk_norm_type where its q and k norms span every head (MiniMax M2); per-head
+# norms change no figure.
+ATTENTION_WORDS = {"full": ("qk_norm",)}
 QK_NORMS = ("per_layer",)
 STATE_FIELDS = ("kind", "layers", "conv", "recurrent", "recurrent_bytes", "mlp_layers")
 
@@ -266,11 +268,10 @@ def read_attention(entry: Entry, layers: int | None) -> Attention:
     if kind is None:
         entry.failed = True
         return Attention()
-    section.check_keys(ATTENTION_FIELDS[kind])
+    section.check_keys(ATTENTION_FIELDS[kind] + ATTENTION_WORDS.get(kind, ()))
     numbers = {
         name: section.get(name, at_most(positive_int, 100_000_000), required=name not in OPTIONAL_ATTENTION)
         for name in ATTENTION_FIELDS[kind][1:]
-        if name != "qk_norm"
     }
     norm = section.get("qk_norm", one_of(QK_NORMS, "qk_norm"), required=False, default="")  # a kind without it refuses the key
     sliding = numbers.get("sliding_layers")

@@ -109,10 +109,11 @@
         if (bias) attentionParams += heads * headDim + 2 * kvHeads * headDim;
         if (kind === "gpt_oss") attentionParams += heads * headDim + 2 * kvHeads * headDim + hidden + heads;
         if (k.qkNorm.indexOf(kind) >= 0 || (glm && flag(k, config, "use_qk_norm", false))) attentionParams += 2 * headDim;
-        if (kind === "minimax_m2") attentionParams += (heads + kvHeads) * headDim;  // q and k norms over every head
+        var spans = kind === "minimax_m2";  // q and k norms over every head, all-reduced under TP (speed.allreduces)
+        if (spans) attentionParams += (heads + kvHeads) * headDim;
         attention = countWindow(k, f, kind, layers);
         if (k.fusedQkv.indexOf(kind) >= 0) attention = Object.assign({ fused: 1 }, attention);  // gguf.FUSED_QKV
-        if (kind === "minimax_m2") attention = Object.assign({ qkNormLayer: 1 }, attention);  // all-reduced (speed.allreduces)
+        if (spans) attention = Object.assign({ qkNormLayer: 1 }, attention);
       }
       var norms = (k.fourNormKinds.indexOf(kind) >= 0 ? k.fourNorms : 2) * hidden;
       var mlp = countMlp(k, f, kind, hidden, layers);

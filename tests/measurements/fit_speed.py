@@ -126,22 +126,8 @@ def terms() -> list[Terms]:
 
 
 def predict(t: Terms, e: Efficiency) -> float:
-    """The engine's figure for a point, in its check's unit: engines/speed.py's arithmetic on the point's parts
-    divided by the factors, written out here because the fit runs it millions of times (building speed()'s
-    records for each would make the fit four times slower)."""
-    bandwidth = e.bandwidth_hbm if t.hbm else e.bandwidth_gddr
-    fixed = t.allreduces * e.allreduce(t.path) + t.blocks / 2 * e.layer_overhead(t.quantized, t.moe)
-    step = max(t.decode_memory / bandwidth, t.decode_compute / e.compute) + t.decode_ring + fixed
-    rate = e.prefill_share(t.moe, t.quantized)
-    prompt, output, requests = t.load.prompt_tokens, t.load.output_tokens, t.load.concurrency
-    prefill = max(t.prefill_compute / rate, t.prefill_memory / bandwidth) + t.prefill_ring + t.passes * fixed if prompt else 0.0
-    if t.check == "decode":
-        return 1 / step
-    if t.check == "aggregate":
-        return requests * output / (requests * prefill + output * step)
-    if t.check == "prefill":
-        return prompt / prefill
-    return prefill + step
+    """The engine's figure for a point, in its check's unit: predict_all on the point's one row."""
+    return float(predict_all(columns([t]), vars(e))[0])
 
 
 # Which points each factor acts on.
@@ -160,25 +146,31 @@ ACTS: dict[str, Callable[[Terms], bool]] = {
 }
 
 
-class Table:
-    """The terms of the points a fit sees, as NumPy columns, so that one expression gives the loss (the summed
-    absolute log error, predicted / measured) of every value of a factor's grid over the points it acts on. Point by
-    point in Python, the fit's millions of predictions took 3.5 s a fit and 334 s for this module's run (the fit and
-    the 64 fits with a source left out); in columns, 0.3 s and 24 s, with the same factors to the last digit."""
+COLUMNS = ("measured", "hbm", "moe", "quantized", "allreduces", "blocks", "passes", "decode_memory", "decode_compute")
+COLUMNS += ("decode_ring", "prefill_memory", "prefill_compute", "prefill_ring")
 
-    COLUMNS = ("measured", "hbm", "moe", "quantized", "allreduces", "blocks", "passes", "decode_memory", "decode_compute")
-    COLUMNS += ("decode_ring", "prefill_memory", "prefill_compute", "prefill_ring")
+
+def columns(found: Sequence[Terms]) -> dict[str, np.ndarray]:
+    """The terms of points as NumPy columns, one row a point."""
+    found_columns = {name: np.array([getattr(t, name) for t in found]) for name in COLUMNS}
+    return found_columns | {
+        "pcie": np.array([t.path == "pcie" for t in found]),
+        "check": np.array([CHECKS.index(t.check) for t in found]),
+        "prompt": np.array([t.load.prompt_tokens for t in found]),
+        "output": np.array([t.load.output_tokens for t in found]),
+        "requests": np.array([t.load.concurrency for t in found]),
+    }
+
+
+class Table:
+    """The columns of the points a fit sees, so that one expression gives the loss (the summed absolute log error,
+    predicted / measured) of every value of a factor's grid over the points it acts on. Point by point in Python,
+    the fit's millions of predictions took 3.5 s a fit and 334 s for this module's run (the fit and the 64 fits with
+    a source left out); in columns, 0.3 s and 24 s, with the same factors to the last digit."""
 
     def __init__(self, found: Sequence[Terms]):
         self.row = {id(t): i for i, t in enumerate(found)}
-        self.columns = {name: np.array([getattr(t, name) for t in found]) for name in self.COLUMNS}
-        self.columns |= {
-            "pcie": np.array([t.path == "pcie" for t in found]),
-            "check": np.array([CHECKS.index(t.check) for t in found]),
-            "prompt": np.array([t.load.prompt_tokens for t in found]),
-            "output": np.array([t.load.output_tokens for t in found]),
-            "requests": np.array([t.load.concurrency for t in found]),
-        }
+        self.columns = columns(found)
 
     def losses(self, chosen: Sequence[Terms], e: Efficiency, name: str, values: Sequence[float]) -> list[float]:
         """The loss over `chosen` with each of `values` as factor `name`, the others e's."""
@@ -189,7 +181,9 @@ class Table:
 
 
 def predict_all(c: dict[str, np.ndarray], f: dict) -> np.ndarray:
-    """predict on columns, a factor being a number or a column of candidates: a row of figures per candidate."""
+    """engines/speed.py's arithmetic on points' parts (columns) divided by the factors, written out here because the
+    fit runs it millions of times (building speed()'s records for each would make it far slower); a factor is a
+    number or a column of candidates, giving a row of figures per candidate."""
     bandwidth = np.where(c["hbm"], f["bandwidth_hbm"], f["bandwidth_gddr"])
     layer = f["layer_overhead_s"] + np.where(c["quantized"], f["layer_overhead_quantized_s"], 0.0)
     layer = layer + np.where(c["moe"], f["layer_overhead_moe_s"], 0.0)
